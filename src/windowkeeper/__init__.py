@@ -1,0 +1,57 @@
+"""windowkeeper: keep a long-running LLM agent's conversation inside its model's context window.
+
+A faithful, then improved, port of the Cline coding agent's context manager. Messages are plain
+dicts in the Anthropic Messages shape; nothing windowkeeper is given is ever modified.
+"""
+
+from __future__ import annotations
+
+from ._errors import (
+    ContextOverflowError,
+    InvalidRangeError,
+    InvalidUsageError,
+    MalformedMessageError,
+    TaskFolderError,
+    WindowkeeperError,
+)
+from .compaction import Compaction, compact_conversation_for_context_window
+from .file_reads import ClineReadDetector, ReadDetector
+from .manager import ContextManager, ContextResult, FileReadOptimization
+from .overwrites import CorruptStoreError, EditType, OverwriteStore, Update
+from .pairing import Violation, ensure_tool_results_follow_tool_use, validate_messages
+from .storage import LoadReport, LoadStatus
+from .truncation import Keep
+from .usage import TokenUsage
+from .window import ContextWindowInfo, context_window_info
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ClineReadDetector",
+    "Compaction",
+    "ContextManager",
+    "ContextOverflowError",
+    "ContextResult",
+    "ContextWindowInfo",
+    "CorruptStoreError",
+    "EditType",
+    "FileReadOptimization",
+    "InvalidRangeError",
+    "InvalidUsageError",
+    "Keep",
+    "LoadReport",
+    "LoadStatus",
+    "MalformedMessageError",
+    "OverwriteStore",
+    "ReadDetector",
+    "TaskFolderError",
+    "TokenUsage",
+    "Update",
+    "Violation",
+    "WindowkeeperError",
+    "__version__",
+    "compact_conversation_for_context_window",
+    "context_window_info",
+    "ensure_tool_results_follow_tool_use",
+    "validate_messages",
+]

@@ -1,0 +1,207 @@
+"""Provider rules for tool calls: the original's pairing repair, and a validator for every rule.
+
+:func:`ensure_tool_results_follow_tool_use` is the original's repair, made pure: after an assistant
+message with tool_use blocks, the next user message gets its tool_results in tool_use order,
+results for unknown ids dropped, and a ``result missing`` placeholder for each call left
+unanswered. :func:`validate_messages` reports what a provider would reject.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .messages import ROLES, Message
+from .notices import RESULT_MISSING
+
+__all__ = ["Violation", "ensure_tool_results_follow_tool_use", "validate_messages"]
+
+
+def _tool_use_ids(message: Any) -> list[Any]:
+    content = message.get("content") if isinstance(message, dict) else None
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return []
+    return [
+        block.get("id")
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id")
+    ]
+
+
+def _repaired_results(ids: list[Any], content: list[Any]) -> list[Any] | None:
+    """The repaired content of the user message after ``ids`` were called, or None if it is fine."""
+    results: dict[Any, Any] = {}
+    others: list[Any] = []
+    for block in content:
+        if (
+            isinstance(block, dict)
+            and block.get("type") == "tool_result"
+            and block.get("tool_use_id")
+        ):
+            results[block["tool_use_id"]] = block
+        else:
+            others.append(block)
+    needs_update = False
+    if results:
+        matched = 0
+        for block in content:
+            if matched >= len(ids):
+                break
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_result"
+                and block.get("tool_use_id") == ids[matched]
+            ):
+                matched += 1
+            else:
+                needs_update = True
+                break
+        if not needs_update and matched < len(results):
+            needs_update = True
+    for tool_use_id in ids:
+        if tool_use_id not in results:
+            results[tool_use_id] = {
+                "type": "tool_result",
+                "tool_use_id": tool_use_id,
+                "content": RESULT_MISSING,
+            }
+            needs_update = True
+    if not needs_update:
+        return None
+    return [results[tool_use_id] for tool_use_id in ids] + others
+
+
+def ensure_tool_results_follow_tool_use(messages: Sequence[Message]) -> list[Message]:
+    """A copy of ``messages`` in which every tool_use is answered in the next user message.
+
+    Faithful to the original's repair, except that the input is never modified (deliberate
+    fix 1: the original empties a string-content user message in place). Messages it does not
+    change are the same objects as in the input. Not handled, as in the original: a tool_use in the
+    last message, a tool_use followed by another assistant message, and tool_results after a
+    message without tool_use.
+    """
+    output = list(messages)
+    for position in range(len(output) - 1):
+        ids = _tool_use_ids(output[position])
+        if not ids:
+            continue
+        following = output[position + 1]
+        if not isinstance(following, dict) or following.get("role") != "user":
+            continue
+        content = following.get("content")
+        repaired = _repaired_results(ids, content if isinstance(content, list) else [])
+        if repaired is not None:
+            output[position + 1] = {**following, "content": repaired}
+    return output
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One provider rule a request breaks: where (``messages[3].content[1]``), which rule, and why."""
+
+    path: str
+    rule: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.rule}: {self.detail}"
+
+
+# Rule names, stable for callers that filter on them.
+FIRST_NOT_USER = "first-not-user"
+SAME_ROLE_TWICE = "same-role-twice"
+TOOL_USE_UNANSWERED = "tool-use-unanswered"
+TOOL_RESULT_UNKNOWN = "tool-result-unknown"
+EMPTY_CONTENT = "empty-content"
+MALFORMED = "malformed"
+
+
+def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[Violation]:
+    """Every provider-rule violation of an outgoing Anthropic request, in message order.
+
+    Rules: the first message is a user message; roles alternate; each tool_use is answered by a
+    tool_result in the next message, which is a user message; each tool_result answers a tool_use
+    of the preceding assistant message; no message has empty content; every message and block
+    has a known shape. An empty list is reported too. Never raises for bad input: it reports it.
+    """
+    violations: list[Violation] = []
+    if not messages:
+        return [Violation(name, EMPTY_CONTENT, "a request needs at least one message")]
+    previous_role: Any = None
+    expected: list[Any] = []
+    for index, message in enumerate(messages):
+        path = f"{name}[{index}]"
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            violations.append(
+                Violation(path, MALFORMED, "not a message with a user or assistant role")
+            )
+            previous_role, expected = None, []
+            continue
+        role = message["role"]
+        if index == 0 and role != "user":
+            violations.append(Violation(path, FIRST_NOT_USER, f"the first message is {role!r}"))
+        if role == previous_role:
+            violations.append(Violation(path, SAME_ROLE_TWICE, f"two {role} messages in a row"))
+        content = message.get("content")
+        blocks = _blocks(content, path, violations)
+        answered = {
+            block.get("tool_use_id") for block in blocks if block.get("type") == "tool_result"
+        }
+        if expected:
+            missing = [tool_use_id for tool_use_id in expected if tool_use_id not in answered]
+            if role != "user" or missing:
+                ids = ", ".join(map(str, missing if role == "user" else expected))
+                violations.append(
+                    Violation(path, TOOL_USE_UNANSWERED, f"no tool_result for tool_use {ids}")
+                )
+        offered = set(expected) if role == "user" else set()
+        for position, block in enumerate(blocks):
+            if block.get("type") == "tool_result" and block.get("tool_use_id") not in offered:
+                violations.append(
+                    Violation(
+                        f"{path}.content[{position}]",
+                        TOOL_RESULT_UNKNOWN,
+                        f"tool_result for {block.get('tool_use_id')!r} answers no tool_use of"
+                        " the previous message",
+                    )
+                )
+        expected = (
+            [block.get("id") for block in blocks if block.get("type") == "tool_use"]
+            if role == "assistant"
+            else []
+        )
+        previous_role = role
+    if expected:
+        last = len(messages) - 1
+        violations.append(
+            Violation(f"{name}[{last}]", TOOL_USE_UNANSWERED, "the request ends with a tool_use")
+        )
+    return violations
+
+
+def _blocks(content: Any, path: str, violations: list[Violation]) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        if not content:
+            violations.append(Violation(f"{path}.content", EMPTY_CONTENT, "empty string content"))
+        return []
+    if not isinstance(content, list):
+        violations.append(
+            Violation(f"{path}.content", MALFORMED, "content is not a string or list")
+        )
+        return []
+    if not content:
+        violations.append(Violation(f"{path}.content", EMPTY_CONTENT, "empty content list"))
+    blocks: list[dict[str, Any]] = []
+    for position, block in enumerate(content):
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            violations.append(
+                Violation(f"{path}.content[{position}]", MALFORMED, "block has no string 'type'")
+            )
+            continue
+        if block.get("type") == "text" and not block.get("text"):
+            violations.append(
+                Violation(f"{path}.content[{position}]", EMPTY_CONTENT, "empty text block")
+            )
+        blocks.append(block)
+    return blocks

@@ -1,0 +1,100 @@
+"""What is sent: the first pair, the visible rest, the store's overwrites applied, pairing repaired.
+
+This is the original's ``getTruncatedMessages`` with three deliberate fixes: the visible rest never
+starts before message 2 (fix 4), an overwrite lands on the block it was recorded for even after
+orphan tool_results were removed from the message (fix 3), and a message emptied by that removal
+says so instead of being sent empty (fix 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .messages import Message, with_block_text
+from .notices import STRIPPED_RESULTS_NOTICE
+from .overwrites import OverwriteStore, Update
+from .pairing import ensure_tool_results_follow_tool_use
+from .truncation import FIRST_KEPT, DeletedRange, visible_start
+
+__all__ = ["truncated_messages"]
+
+
+def truncated_messages(
+    history: Sequence[Message], deleted_range: DeletedRange | None, store: OverwriteStore
+) -> list[Message]:
+    """The messages to send for ``history`` with ``deleted_range`` hidden and ``store`` applied."""
+    if len(history) <= 1:
+        return list(history)
+    start = max(visible_start(deleted_range), FIRST_KEPT)
+    output: list[Message] = [history[0], history[1], *history[start:]]
+    # Block positions of the message at output[2] after orphan removal: old index -> new index.
+    stripped_positions: dict[int, int] | None = None
+    if start > FIRST_KEPT and len(output) > FIRST_KEPT:
+        stripped = _without_tool_results(output[2])
+        if stripped is not None:
+            output[2], stripped_positions = stripped
+    if store:
+        for position, message in enumerate(output):
+            index = position if position < FIRST_KEPT else start + position - FIRST_KEPT
+            if index in store:
+                positions = stripped_positions if position == FIRST_KEPT else None
+                output[position] = _with_overwrites(message, store, index, positions)
+    output = ensure_tool_results_follow_tool_use(output)
+    if stripped_positions is not None and output[2].get("content") == []:
+        output[2] = {**output[2], "content": [{"type": "text", "text": STRIPPED_RESULTS_NOTICE}]}
+    return output
+
+
+def _without_tool_results(message: Message) -> tuple[Message, dict[int, int]] | None:
+    """A user message with its tool_result blocks removed, and where the other blocks moved.
+
+    None when the message is not a user message with list content holding a tool_result. Their
+    tool_use sits in the hidden range, so the provider would reject them as orphans.
+    """
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, list):
+        return None
+    if not any(_is_tool_result(block) for block in content):
+        return None
+    kept: list[Any] = []
+    positions: dict[int, int] = {}
+    for old, block in enumerate(content):
+        if not _is_tool_result(block):
+            positions[old] = len(kept)
+            kept.append(block)
+    return {**message, "content": kept}, positions
+
+
+def _is_tool_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+def _with_overwrites(
+    message: Message, store: OverwriteStore, index: int, positions: dict[int, int] | None
+) -> Message:
+    """A copy of ``message`` with the effective update of each stored block applied."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return dict(message)
+    new_content: list[Any] | None = None
+    for block_index, updates in store.block_updates(index):
+        if not updates:
+            continue
+        text = Update.of(updates[-1]).text
+        if text is None:
+            continue
+        target = block_index if positions is None else positions.get(block_index)
+        if (
+            not isinstance(target, int)
+            or isinstance(target, bool)
+            or not 0 <= target < len(content)
+        ):
+            continue
+        current = new_content if new_content is not None else content
+        block = with_block_text(current[target], text)
+        if block is not current[target]:
+            if new_content is None:
+                new_content = list(content)
+            new_content[target] = block
+    return {**message, "content": new_content if new_content is not None else list(content)}
