@@ -1,0 +1,90 @@
+"""Per-request cost of the faithful core on the 443-message real Cline trace.
+
+Run with ``make bench`` or ``.venv/bin/python bench/bench_core.py``. Prints medians and p95 in
+milliseconds; numbers go into the docs and closing notes, never into test assertions.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from _traces import load_gcp_trace, recorded_usage
+
+from windowkeeper import ContextManager, TokenUsage
+
+
+def _timings(call: Callable[[], Any], runs: int) -> list[float]:
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - started) * 1000)
+    return sorted(samples)
+
+
+def _summary(name: str, samples: list[float]) -> str:
+    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
+    return f"{name:<58} median {statistics.median(samples):8.4f} ms   p95 {p95:8.4f} ms   n={len(samples)}"
+
+
+def replay_per_turn(history: list[dict[str, Any]], window: int) -> tuple[list[float], Any]:
+    """Time get_new_context_messages_and_metadata once before every assistant message."""
+    manager = ContextManager()
+    deleted_range = None
+    usage = None
+    samples = []
+    for index, message in enumerate(history):
+        if message["role"] != "assistant":
+            continue
+        prefix = history[:index]
+        started = time.perf_counter()
+        result = manager.get_new_context_messages_and_metadata(
+            prefix, usage=usage, timestamp=index, context_window=window, deleted_range=deleted_range
+        )
+        samples.append((time.perf_counter() - started) * 1000)
+        deleted_range = result.deleted_range
+        tokens = recorded_usage(message)
+        if tokens is not None:
+            usage = TokenUsage(tokens_in=tokens[0], tokens_out=tokens[1])
+    return sorted(samples), deleted_range
+
+
+def main() -> int:
+    history = load_gcp_trace()
+    if history is None:
+        print(
+            "the 443-message trace is not beside the checkout (../shared/corpus/raw); nothing to do"
+        )
+        return 0
+    print(f"trace: {len(history)} messages, Python {sys.version.split()[0]}")
+    manager = ContextManager()
+    print(
+        _summary(
+            "get_truncated_messages, 443 messages, no range",
+            _timings(lambda: manager.get_truncated_messages(history, None), 300),
+        )
+    )
+    print(
+        _summary(
+            "get_truncated_messages, 443 messages, range (2, 199)",
+            _timings(lambda: manager.get_truncated_messages(history, (2, 199)), 300),
+        )
+    )
+    for window in (128_000, 64_000):
+        rounds = [replay_per_turn(history, window) for _ in range(5)]
+        samples = sorted(s for round_samples, _ in rounds for s in round_samples)
+        final_range = rounds[-1][1]
+        print(
+            _summary(
+                f"per turn (replay, recorded usage, window {window}) -> {final_range}", samples
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
