@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 from _traces import load_gcp_trace, recorded_usage
-
 from windowkeeper import ContextManager, TokenUsage
 
 
