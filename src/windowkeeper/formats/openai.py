@@ -1,0 +1,600 @@
+"""OpenAI Chat Completions messages to the Anthropic shape windowkeeper works on, and back.
+
+::
+
+    OpenAI                                   Anthropic
+    system / developer message               AnthropicConversation.system (joined), and a note
+    user: str | [text, image_url, ...]       user: str | [text, image, ...]
+    assistant: content + tool_calls          assistant: [text ..., tool_use ...]
+    tool, tool, ... (+ the next user)        ONE user message: [tool_result, tool_result, ...]
+
+Supported content parts: ``text`` (kept as it is), ``image_url`` (a ``data:<type>;base64,<data>``
+URL becomes a base64 image source, any other URL a ``url`` source; keys beside ``url``, such as
+``detail``, stay on the source). Other part types pass through untouched, both ways; the
+Anthropic-only types ``image``, ``tool_use`` and ``tool_result`` are refused as OpenAI parts.
+
+Lossless notes. What the Anthropic shape has no place for travels on the Anthropic dicts, under
+the keys in :data:`NOTE_KEYS` (strip them before sending the result to the Anthropic API itself):
+
+- ``openai_system`` on a message: the system and developer messages (copies) that stood just
+  before the user or assistant message it holds; for a merged tool-results message, between
+  its tool messages and its user message. Trailing ones are noted on the last message as
+  ``openai_system_after``. Their text is also joined (``"\\n\\n"``, in order) into
+  :attr:`AnthropicConversation.system`, ready for the Anthropic ``system`` parameter, wherever
+  they stood: Anthropic has no system turn mid-conversation. A note leaves with its message
+  when truncation hides that message.
+- ``openai_arguments`` on a tool_use block: the raw ``arguments`` string when the parsed
+  ``input`` does not print back to exactly it (other whitespace, duplicate keys, unparseable
+  text or JSON that is not an object, whose ``input`` is then ``{}``). It is used on the way back
+  as long as ``input`` was not changed.
+- Unknown keys of a message, a part, a tool call or a tool message (``name``, ``refusal``,
+  ``detail``, ...) are copied onto the dict it becomes, and back. A key that would collide with
+  one the conversion writes raises :class:`~windowkeeper.MalformedMessageError`.
+
+Canonical conversations, for which ``from_anthropic(to_anthropic(m).messages) == m``: lists of
+message dicts, each with a ``role`` and a ``content`` key, in which
+
+1. an assistant message with ``tool_calls``, and a user message that follows tool messages
+   (with only system or developer messages between), never has as content a list of one plain
+   ``{"type": "text", "text": ...}`` part: it comes back as the string, which is canonical;
+2. an assistant message never has ``[]`` as content (``None`` means no content), nor ``""``
+   beside ``tool_calls``;
+3. every tool call is ``{"id": <non-empty str>, "type": "function", "function": {"name": <str>,
+   "arguments": <str>}}``, plus any other keys beside ``function`` (``tool_calls`` that is
+   ``None`` or ``[]`` travels as it is);
+4. no system or developer message stands right before a tool message (the API rejects it; it
+   would come back after the tool messages), and some message is not a system or developer one.
+
+The reverse law ``to_anthropic(from_anthropic(a)).messages == a`` holds when each message
+lists its tool_result blocks before its other blocks and its text before its tool_use blocks,
+rule 1 holds for what is left of a user message after its tool_results and of an assistant
+message beside its tool_use blocks, a user message of tool_results only has no other keys
+(they go onto each tool message), every tool_result has a content, tool_use ids are non-empty,
+and no image source has a media type containing ``;`` or ``,``.
+
+Consecutive user messages, and consecutive assistant messages, stay separate messages (Anthropic
+combines such turns itself; :func:`~windowkeeper.validate_messages` reports them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._errors import MalformedMessageError
+from ..messages import Message, check_history
+from ..pairing import MALFORMED, TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED, Violation
+
+__all__ = [
+    "NOTE_KEYS",
+    "AnthropicConversation",
+    "from_anthropic",
+    "to_anthropic",
+    "validate_openai",
+]
+
+SYSTEM_NOTE = "openai_system"
+SYSTEM_AFTER_NOTE = "openai_system_after"
+ARGUMENTS_NOTE = "openai_arguments"
+NOTE_KEYS = frozenset({SYSTEM_NOTE, SYSTEM_AFTER_NOTE, ARGUMENTS_NOTE})
+"""The keys under which OpenAI-only data rides on Anthropic messages and tool_use blocks."""
+
+SYSTEM_ROLES = frozenset({"system", "developer"})
+OPENAI_ROLES = SYSTEM_ROLES | {"user", "assistant", "tool"}
+_ANTHROPIC_ONLY_PARTS = frozenset({"image", "tool_use", "tool_result"})
+_DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class AnthropicConversation:
+    """An OpenAI conversation in the Anthropic shape.
+
+    ``system`` is the text of every system and developer message, joined by a blank line in
+    order (None when there is none); ``messages`` are Anthropic-shaped, with the notes described
+    in :mod:`windowkeeper.formats.openai`.
+    """
+
+    system: str | None
+    messages: list[Message]
+
+
+# -- OpenAI -> Anthropic ---------------------------------------------------------------------
+
+
+def to_anthropic(messages: Sequence[Any], *, name: str = "messages") -> AnthropicConversation:
+    """The Anthropic form of OpenAI Chat Completions ``messages``; the input is not modified.
+
+    A run of tool messages becomes one user message of tool_result blocks, and a user message
+    with content right after it (system or developer messages between allowed) joins that
+    message. Raises :class:`~windowkeeper.MalformedMessageError` naming the place, e.g.
+    ``messages[3].tool_calls[0].function.arguments``, for input outside the supported subset.
+    """
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+        raise MalformedMessageError(
+            name, f"expected a list of messages, got {type(messages).__name__}"
+        )
+    output: list[Message] = []
+    system_texts: list[str] = []
+    notes: list[Message] = []
+    index = 0
+    while index < len(messages):
+        path = f"{name}[{index}]"
+        message = messages[index]
+        role = _checked_role(message, path)
+        if role in SYSTEM_ROLES:
+            system_texts.append(_system_text(message, path))
+            notes.append(dict(message))
+            index += 1
+            continue
+        if role == "tool":
+            converted, index = _tool_group(messages, index, name, system_texts, notes)
+        else:
+            convert = _user if role == "user" else _assistant
+            converted, index = convert(message, path), index + 1
+        if notes:
+            converted[SYSTEM_NOTE], notes = notes, []
+        output.append(converted)
+    if notes and output:
+        output[-1][SYSTEM_AFTER_NOTE] = notes
+    return AnthropicConversation("\n\n".join(system_texts) if system_texts else None, output)
+
+
+def _checked_role(message: Any, path: str) -> str:
+    if not isinstance(message, dict):
+        raise MalformedMessageError(path, f"expected a message dict, got {type(message).__name__}")
+    role = message.get("role")
+    if role not in OPENAI_ROLES:
+        raise MalformedMessageError(
+            f"{path}.role",
+            f"expected one of {', '.join(sorted(OPENAI_ROLES))}, got {role!r}",
+        )
+    return str(role)
+
+
+def _role_of(message: Any) -> Any:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+def _system_text(message: Message, path: str) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise MalformedMessageError(
+            f"{path}.content", f"expected a string or text parts, got {type(content).__name__}"
+        )
+    texts = []
+    for position, part in enumerate(content):
+        if not isinstance(part, dict) or part.get("type") != "text":
+            raise MalformedMessageError(
+                f"{path}.content[{position}]", "system and developer messages take text parts only"
+            )
+        texts.append(_text_of(part, f"{path}.content[{position}]"))
+    return "\n\n".join(texts)
+
+
+def _tool_group(
+    messages: Sequence[Any],
+    start: int,
+    name: str,
+    system_texts: list[str],
+    notes: list[Message],
+) -> tuple[Message, int]:
+    """The user message for the tool messages from ``start`` on, and the index after them."""
+    blocks: list[Any] = []
+    index = start
+    while index < len(messages) and _role_of(messages[index]) == "tool":
+        blocks.append(_tool_result(messages[index], f"{name}[{index}]"))
+        index += 1
+    after = index
+    while after < len(messages) and _role_of(messages[after]) in SYSTEM_ROLES:
+        after += 1
+    following: Any = messages[after] if after < len(messages) else None
+    if _role_of(following) != "user" or not following.get("content"):
+        return {"role": "user", "content": blocks}, index
+    for position in range(index, after):  # system messages between the tools and the user
+        system_texts.append(_system_text(messages[position], f"{name}[{position}]"))
+        notes.append(dict(messages[position]))
+    user = _user(following, f"{name}[{after}]")
+    content = user["content"]
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    return {**user, "content": blocks + content}, after + 1
+
+
+def _user(message: Message, path: str) -> Message:
+    extras = _extras(message, {"role", "content"}, path, NOTE_KEYS)
+    return {**extras, "role": "user", "content": _content(message, path)}
+
+
+def _content(message: Message, path: str) -> str | list[Any]:
+    if "content" not in message:
+        raise MalformedMessageError(f"{path}.content", "missing")
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise MalformedMessageError(
+            f"{path}.content", f"expected a string or a list of parts, got {type(content).__name__}"
+        )
+    return [_block(part, f"{path}.content[{position}]") for position, part in enumerate(content)]
+
+
+def _block(part: Any, path: str) -> Any:
+    if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+        raise MalformedMessageError(path, "expected a content part with a string 'type'")
+    kind = part["type"]
+    if kind == "text":
+        _text_of(part, path)
+        return dict(part)
+    if kind == "image_url":
+        return _image_block(part, path)
+    if kind in _ANTHROPIC_ONLY_PARTS:
+        raise MalformedMessageError(
+            f"{path}.type", f"{kind!r} is an Anthropic block type, not an OpenAI content part"
+        )
+    return dict(part)
+
+
+def _text_of(part: Message, path: str) -> str:
+    text = part.get("text")
+    if not isinstance(text, str):
+        raise MalformedMessageError(f"{path}.text", f"expected a string, got {type(text).__name__}")
+    return text
+
+
+def _image_block(part: Message, path: str) -> Message:
+    image = part.get("image_url")
+    if not isinstance(image, dict) or not isinstance(image.get("url"), str):
+        raise MalformedMessageError(f"{path}.image_url", "expected an object with a string 'url'")
+    url = image["url"]
+    source_extras = _extras(
+        image, {"url"}, f"{path}.image_url", {"type", "media_type", "data", "url"}
+    )
+    match = _DATA_URL.fullmatch(url)
+    if match:
+        source = {**source_extras, "type": "base64", "media_type": match[1], "data": match[2]}
+    else:
+        source = {**source_extras, "type": "url", "url": url}
+    return {
+        **_extras(part, {"type", "image_url"}, path, {"source"}),
+        "type": "image",
+        "source": source,
+    }
+
+
+def _assistant(message: Message, path: str) -> Message:
+    calls = message.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        raise MalformedMessageError(
+            f"{path}.tool_calls", f"expected a list of tool calls, got {type(calls).__name__}"
+        )
+    translated: list[Any] = calls or []  # None and [] travel as they are
+    known = {"role", "content", "tool_calls"} if translated else {"role", "content"}
+    extras = _extras(message, known, path, NOTE_KEYS)
+    if "content" not in message:
+        raise MalformedMessageError(f"{path}.content", "missing (use None for no content)")
+    content: Any = [] if message["content"] is None else _content(message, path)
+    if translated:
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}] if content else []
+        content = content + [
+            _tool_use(call, f"{path}.tool_calls[{position}]")
+            for position, call in enumerate(translated)
+        ]
+    return {**extras, "role": "assistant", "content": content}
+
+
+def _tool_use(call: Any, path: str) -> Message:
+    if not isinstance(call, dict):
+        raise MalformedMessageError(path, f"expected a tool call dict, got {type(call).__name__}")
+    if call.get("type", "function") != "function":
+        raise MalformedMessageError(
+            f"{path}.type", f"only 'function' tool calls are supported, got {call.get('type')!r}"
+        )
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        raise MalformedMessageError(f"{path}.id", "a tool call needs a non-empty string id")
+    function = call.get("function")
+    if not isinstance(function, dict):
+        raise MalformedMessageError(
+            f"{path}.function", "expected an object with name and arguments"
+        )
+    tool_name = function.get("name")
+    if not isinstance(tool_name, str):
+        raise MalformedMessageError(f"{path}.function.name", "expected a string")
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        raise MalformedMessageError(
+            f"{path}.function.arguments",
+            f"expected a JSON string, got {type(arguments).__name__}",
+        )
+    for key in function:
+        if key not in {"name", "arguments"}:
+            raise MalformedMessageError(
+                f"{path}.function.{key}", "has no place in a tool_use block"
+            )
+    extras = _extras(call, {"id", "type", "function"}, path, {"name", "input", ARGUMENTS_NOTE})
+    parsed = _parse_arguments(arguments)
+    block = {**extras, "type": "tool_use", "id": call_id, "name": tool_name, "input": parsed}
+    if _dump(parsed) != arguments:
+        block[ARGUMENTS_NOTE] = arguments
+    return block
+
+
+def _parse_arguments(arguments: str) -> dict[str, Any]:
+    """The arguments as a JSON object; ``{}`` when they are not one."""
+    try:
+        parsed = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _tool_result(message: Any, path: str) -> Message:
+    call_id = message.get("tool_call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise MalformedMessageError(f"{path}.tool_call_id", "a tool message needs a string id")
+    extras = _extras(message, {"role", "content", "tool_call_id"}, path, {"type", "tool_use_id"})
+    content = _content(message, path)
+    return {**extras, "type": "tool_result", "tool_use_id": call_id, "content": content}
+
+
+def _extras(
+    source: Message, known: Collection[str], path: str, reserved: Collection[str]
+) -> dict[str, Any]:
+    """The keys of ``source`` the conversion does not translate, which travel as they are."""
+    extras = {key: value for key, value in source.items() if key not in known}
+    for key in extras:
+        if key in reserved:
+            raise MalformedMessageError(
+                f"{path}.{key}", "collides with a key the other format uses; it cannot travel"
+            )
+    return extras
+
+
+# -- Anthropic -> OpenAI ---------------------------------------------------------------------
+
+
+def from_anthropic(
+    messages: Sequence[Message],
+    *,
+    system: str | Sequence[Message] | None = None,
+    name: str = "messages",
+) -> list[Message]:
+    """OpenAI Chat Completions messages for Anthropic-shaped ``messages``; nothing is modified.
+
+    A user message's tool_result blocks become tool messages (in block order), followed by the
+    noted system messages and a user message with the other blocks, if any. An assistant
+    message's tool_use blocks become its ``tool_calls``. ``system`` (Anthropic's system
+    parameter: a string or text blocks) becomes a first system message; leave it None for
+    messages from :func:`to_anthropic`, whose system messages travel with them as notes.
+    """
+    check_history(messages, name)
+    output: list[Message] = []
+    if system is not None:
+        content = system if isinstance(system, str) else [dict(block) for block in system]
+        output.append({"role": "system", "content": content})
+    for index, message in enumerate(messages):
+        path = f"{name}[{index}]"
+        extras = _extras(message, {"role", "content", *NOTE_KEYS}, path, ())
+        content = message["content"]
+        if message["role"] == "assistant":
+            output.extend(_notes(message, SYSTEM_NOTE, path))
+            output.append(_openai_assistant(content, extras, path))
+        elif isinstance(content, str):
+            output.extend(_notes(message, SYSTEM_NOTE, path))
+            output.append({**extras, "role": "user", "content": content})
+        else:
+            output.extend(_openai_user(message, content, extras, path))
+        output.extend(_notes(message, SYSTEM_AFTER_NOTE, path))
+    return output
+
+
+def _notes(message: Message, key: str, path: str) -> list[Message]:
+    notes = message.get(key)
+    if notes is None:
+        return []
+    if not isinstance(notes, list) or not all(isinstance(note, dict) for note in notes):
+        raise MalformedMessageError(f"{path}.{key}", "expected a list of OpenAI message dicts")
+    return [dict(note) for note in notes]
+
+
+def _openai_user(
+    message: Message, content: list[Any], extras: dict[str, Any], path: str
+) -> list[Message]:
+    results = []
+    rest = []
+    for position, block in enumerate(content):
+        block_path = f"{path}.content[{position}]"
+        if block["type"] == "tool_result":
+            results.append((block, block_path))
+        elif block["type"] == "tool_use":
+            raise MalformedMessageError(block_path, "a tool_use block in a user message")
+        else:
+            rest.append(_part(block, block_path))
+    output = [
+        # The keys of a message of tool_results only go onto each of its tool messages.
+        _tool_message(block, {} if rest else extras, block_path)
+        for block, block_path in results
+    ]
+    output.extend(_notes(message, SYSTEM_NOTE, path))
+    if rest or not results:
+        output.append({**extras, "role": "user", "content": _collapsed(rest) if results else rest})
+    return output
+
+
+def _tool_message(block: Message, extras: dict[str, Any], path: str) -> Message:
+    call_id = block.get("tool_use_id")
+    if not isinstance(call_id, str):
+        raise MalformedMessageError(f"{path}.tool_use_id", "expected a string")
+    own = _extras(block, {"type", "tool_use_id", "content"}, path, {"role", "tool_call_id"})
+    content = block.get("content", "")
+    if isinstance(content, list):
+        content = [
+            _part(item, f"{path}.content[{position}]") for position, item in enumerate(content)
+        ]
+    elif not isinstance(content, str):
+        raise MalformedMessageError(f"{path}.content", "expected a string or a list of blocks")
+    return {**extras, **own, "role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def _openai_assistant(content: Any, extras: dict[str, Any], path: str) -> Message:
+    if isinstance(content, str):
+        return {**extras, "role": "assistant", "content": content}
+    parts = []
+    calls = []
+    for position, block in enumerate(content):
+        block_path = f"{path}.content[{position}]"
+        if block["type"] == "tool_use":
+            calls.append(_tool_call(block, block_path))
+        elif block["type"] == "tool_result":
+            raise MalformedMessageError(block_path, "a tool_result block in an assistant message")
+        else:
+            parts.append(_part(block, block_path))
+    output = {
+        **extras,
+        "role": "assistant",
+        "content": _collapsed(parts) if calls else parts or None,
+    }
+    if calls:
+        output["tool_calls"] = calls
+    return output
+
+
+def _collapsed(parts: list[Any]) -> Any:
+    """None for no parts, the text of a single plain text part, else the parts."""
+    if not parts:
+        return None
+    if len(parts) == 1 and set(parts[0]) == {"type", "text"} and parts[0]["type"] == "text":
+        return parts[0]["text"]
+    return parts
+
+
+def _tool_call(block: Message, path: str) -> Message:
+    call_id = block.get("id")
+    tool_name = block.get("name")
+    tool_input = block.get("input")
+    if not isinstance(call_id, str) or not isinstance(tool_name, str):
+        raise MalformedMessageError(path, "a tool_use block needs a string id and name")
+    if not isinstance(tool_input, dict):
+        raise MalformedMessageError(f"{path}.input", "expected an object")
+    try:
+        arguments = _dump(tool_input)
+    except (TypeError, ValueError) as error:
+        raise MalformedMessageError(f"{path}.input", f"not JSON: {error}") from None
+    raw = block.get(ARGUMENTS_NOTE)
+    if isinstance(raw, str) and _dump(_parse_arguments(raw)) == arguments:
+        arguments = raw
+    extras = _extras(block, {"type", "id", "name", "input", ARGUMENTS_NOTE}, path, {"function"})
+    return {
+        **extras,
+        "id": call_id,
+        "type": "function",
+        "function": {"name": tool_name, "arguments": arguments},
+    }
+
+
+def _part(block: Message, path: str) -> Message:
+    if block["type"] != "image":
+        return dict(block)
+    source = block.get("source")
+    kind = source.get("type") if isinstance(source, dict) else None
+    if kind == "base64" and isinstance(source, dict):
+        media_type, data = source.get("media_type"), source.get("data")
+        if not isinstance(media_type, str) or not isinstance(data, str):
+            raise MalformedMessageError(f"{path}.source", "needs string media_type and data")
+        url = f"data:{media_type};base64,{data}"
+        image = _extras(source, {"type", "media_type", "data"}, f"{path}.source", {"url"})
+    elif kind == "url" and isinstance(source, dict) and isinstance(source.get("url"), str):
+        url = source["url"]
+        image = _extras(source, {"type", "url"}, f"{path}.source", ())
+    else:
+        raise MalformedMessageError(
+            f"{path}.source", f"an image source of type {kind!r} has no OpenAI form"
+        )
+    extras = _extras(block, {"type", "source"}, path, {"image_url"})
+    return {**extras, "type": "image_url", "image_url": {"url": url, **image}}
+
+
+# -- validation ------------------------------------------------------------------------------
+
+
+def validate_openai(messages: Sequence[Any], name: str = "messages") -> list[Violation]:
+    """Every tool-pairing violation of an OpenAI Chat Completions request, in message order.
+
+    Rules, as the API enforces them: the tool calls of an assistant message are each answered
+    by a tool message with their id, in the run of tool messages right after it (any other
+    message, system and developer included, ends that run); every tool message answers a call of
+    that assistant message, once; ids within one message are distinct; roles are known. Uses
+    the rule names of :func:`~windowkeeper.validate_messages`. Never raises for bad input.
+    """
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+        return [Violation(name, MALFORMED, "not a list of messages")]
+    violations: list[Violation] = []
+    waiting: dict[str, str] = {}  # call id -> path of the call, for the current run
+    answered: set[str] = set()
+    for index, message in enumerate(messages):
+        path = f"{name}[{index}]"
+        role = _role_of(message)
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                violations.append(Violation(f"{path}.tool_call_id", MALFORMED, "no string id"))
+            elif call_id in waiting:
+                del waiting[call_id]
+                answered.add(call_id)
+            else:
+                again = "a second time" if call_id in answered else "no tool call right before it"
+                violations.append(
+                    Violation(
+                        path, TOOL_RESULT_UNKNOWN, f"tool message for {call_id!r} answers {again}"
+                    )
+                )
+            continue
+        for call_id, call_path in waiting.items():
+            violations.append(
+                Violation(
+                    call_path,
+                    TOOL_USE_UNANSWERED,
+                    f"no tool message answers {call_id!r} before {path}",
+                )
+            )
+        waiting, answered = {}, set()
+        if role not in OPENAI_ROLES:
+            violations.append(Violation(path, MALFORMED, "not a message with a known role"))
+        elif role == "assistant":
+            waiting = _calls(message.get("tool_calls"), path, violations)
+    for call_id, call_path in waiting.items():
+        violations.append(
+            Violation(
+                call_path, TOOL_USE_UNANSWERED, f"the request ends before {call_id!r} is answered"
+            )
+        )
+    return violations
+
+
+def _calls(calls: Any, path: str, violations: list[Violation]) -> dict[str, str]:
+    if calls is None:
+        return {}
+    if not isinstance(calls, list):
+        violations.append(Violation(f"{path}.tool_calls", MALFORMED, "tool_calls is not a list"))
+        return {}
+    waiting: dict[str, str] = {}
+    for position, call in enumerate(calls):
+        call_path = f"{path}.tool_calls[{position}]"
+        call_id = call.get("id") if isinstance(call, dict) else None
+        if not isinstance(call_id, str) or not call_id:
+            violations.append(Violation(f"{call_path}.id", MALFORMED, "a tool call has no id"))
+        elif call_id in waiting:
+            violations.append(Violation(f"{call_path}.id", MALFORMED, f"{call_id!r} repeats"))
+        else:
+            waiting[call_id] = call_path
+    return waiting
