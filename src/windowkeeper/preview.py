@@ -1,0 +1,136 @@
+"""The request a policy would send next for a trace, in the provider shape of your choice.
+
+:func:`next_request` is what ``windowkeeper view`` shows and ``windowkeeper check`` validates.
+Nothing stored in the trace is modified.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .formats.openai import ARGUMENTS_NOTE, from_anthropic
+from .messages import Message
+from .pairing import TOOL_USE_UNANSWERED, Violation, validate_messages
+from .replay import ClinePolicy, PolicyName, Replayer, UsageSource, request_points
+from .trace import Trace
+from .truncation import DeletedRange, visible_start
+from .window import ContextWindowInfo, context_window_info
+
+__all__ = ["NextRequest", "next_request"]
+
+
+@dataclass(frozen=True, slots=True)
+class NextRequest:
+    """The request a policy would send next for a trace, and how it was built."""
+
+    policy: str
+    window: ContextWindowInfo
+    history_length: int
+    messages: list[Message]
+    system: Any
+    deleted_range: DeletedRange | None
+    truncated: bool  # the range grew for this request
+    replaced_reads: int  # older copies of file contents replaced for this request
+    estimated_tokens: int  # the replay ruler's count, system prompt included
+    awaiting_reply: bool
+    """The history ends with an assistant message: the request will also carry the reply to it."""
+
+    def history_index(self, position: int) -> int:
+        """The index in the full history of ``messages[position]``."""
+        if position < 2:
+            return position
+        return visible_start(self.deleted_range) + position - 2
+
+    def violations(self) -> list[Violation]:
+        """The provider rules this request breaks.
+
+        When it awaits a reply, a tool_use in the last message is answered by that reply, so it
+        is not reported.
+        """
+        found = validate_messages(self.messages)
+        if self.awaiting_reply and self.messages:
+            last = f"messages[{len(self.messages) - 1}]"
+            found = [v for v in found if not (v.path == last and v.rule == TOOL_USE_UNANSWERED)]
+        return found
+
+    def as_anthropic(self) -> dict[str, Any]:
+        """The Messages API body: ``messages`` with only ``role`` and ``content``, and ``system``.
+
+        Keys a trace keeps beside the API's (Cline's ``ts``, ``metrics``, windowkeeper's OpenAI
+        notes) are not sent, so they are left out.
+        """
+        body: dict[str, Any] = {}
+        if self.system is not None:
+            body["system"] = self.system
+        body["messages"] = [
+            {"role": message["role"], "content": _without_notes(message["content"])}
+            for message in self.messages
+        ]
+        return body
+
+    def as_openai(self) -> dict[str, Any]:
+        """The Chat Completions body: ``messages``, the system prompt first when there is one.
+
+        As for :meth:`as_anthropic`, only each message's role and content are sent.
+        """
+        plain = [
+            {"role": message["role"], "content": message["content"]} for message in self.messages
+        ]
+        return {"messages": from_anthropic(plain, system=self.system)}
+
+
+def next_request(
+    trace: Trace, *, window: int | ContextWindowInfo, policy: str = PolicyName.CLINE
+) -> NextRequest:
+    """What ``policy`` sends next for ``trace``: its whole history, as it stands.
+
+    The ``cline`` policy resumes from what a Cline task folder stored (its deleted range and
+    overwrites) and decides from the last request's recorded usage, as Cline does on its next
+    request. Where nothing was stored (a history-only folder, a message file) and for the
+    ``windowkeeper`` policy, the policy first replays the trace, as :func:`~windowkeeper.replay.replay`
+    does by default, so that the next request follows from the decisions it would have made.
+    """
+    info = window if isinstance(window, ContextWindowInfo) else context_window_info(window)
+    history = trace.history
+    name = PolicyName(policy)
+    resume = name is PolicyName.CLINE and (
+        trace.deleted_range is not None or trace.store is not None
+    )
+    replayer = Replayer(
+        history,
+        window=info,
+        policy=ClinePolicy(info, store=trace.store, deleted_range=trace.deleted_range)
+        if resume
+        else name,
+        usage=UsageSource.RECORDED if trace.has_recorded_usage else UsageSource.ESTIMATED,
+        requests=trace.requests,
+        system=trace.system,
+    )
+    if not resume:
+        for length in request_points(history):
+            replayer.request(length)
+    sent, record = replayer.request(len(history))
+    return NextRequest(
+        policy=replayer.policy.name,
+        window=info,
+        history_length=len(history),
+        messages=sent.messages,
+        system=trace.system,
+        deleted_range=sent.deleted_range,
+        truncated=sent.truncated,
+        replaced_reads=sent.replaced_reads,
+        estimated_tokens=record.estimated_tokens,
+        awaiting_reply=bool(history) and history[-1].get("role") == "assistant",
+    )
+
+
+def _without_notes(content: Any) -> Any:
+    if not isinstance(content, list):
+        return content
+    return [
+        {key: value for key, value in block.items() if key != ARGUMENTS_NOTE}
+        if isinstance(block, dict) and ARGUMENTS_NOTE in block
+        else block
+        for block in content
+    ]

@@ -1,0 +1,205 @@
+"""Agent traces from disk: a Cline task folder or a file of messages, in windowkeeper's shape.
+
+:func:`load_trace` reads any input the command-line tool accepts and gives a :class:`Trace`: the
+full history as Anthropic-shaped messages, the requests the trace recorded (with the usage the
+provider reported for each), and what Cline stored about the context (the deleted range and the
+overwrite store) when the input is a task folder. Accepted inputs, told apart by
+:func:`detect_format` unless a format is given:
+
+- ``cline``: a Cline task folder (or a file inside it); see :mod:`windowkeeper.cline`;
+- ``anthropic``: a JSON file holding a list of Anthropic-shaped messages, or an object with a
+  ``messages`` list (and an optional ``system``); assistant messages' ``metrics.tokens``, as Cline
+  stores them, give recorded usage;
+- ``openai``: the same with OpenAI Chat Completions messages (converted by
+  :mod:`windowkeeper.formats.openai`);
+- ``swe-agent``: a SWE-agent ``.traj`` file (converted by :mod:`windowkeeper.formats.swe_agent`).
+
+Nothing here writes. An input that cannot be used raises :class:`TraceError` (or the
+:class:`~windowkeeper.TaskFolderError` / :class:`~windowkeeper.MalformedMessageError` of the
+part that rejected it), naming the file and, where it can, the JSON path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from ._errors import MalformedMessageError, TaskFolderError, WindowkeeperError
+from .cline import API_HISTORY_FILE, ApiRequest, ClineTask, load_task
+from .formats.openai import to_anthropic
+from .formats.swe_agent import parse_swe_agent_trajectory
+from .messages import Message, check_history
+from .overwrites import OverwriteStore
+from .truncation import DeletedRange
+
+__all__ = ["Trace", "TraceError", "TraceFormat", "detect_format", "load_trace"]
+
+_ANTHROPIC_ROLES = frozenset({"user", "assistant"})
+_OPENAI_ONLY_ROLES = frozenset({"system", "developer", "tool", "function"})
+_OPENAI_ONLY_PARTS = frozenset({"image_url", "input_audio", "refusal", "file"})
+_ANTHROPIC_ONLY_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "image", "thinking", "redacted_thinking", "document"}
+)
+
+
+class TraceError(WindowkeeperError, ValueError):
+    """An input file is not a trace windowkeeper can read; the message names the file."""
+
+
+class TraceFormat(StrEnum):
+    """The kinds of input :func:`load_trace` reads."""
+
+    CLINE = "cline"
+    ANTHROPIC = "anthropic"
+    OPENAI = "openai"
+    SWE_AGENT = "swe-agent"
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A conversation as loaded from disk, in the Anthropic shape windowkeeper works on.
+
+    ``requests`` are the model requests the trace recorded, in order (empty when it recorded
+    none); ``deleted_range`` and ``store`` are what Cline saved for the task (None elsewhere).
+    ``system`` is the system prompt when the input carries one.
+    """
+
+    path: Path
+    format: TraceFormat
+    history: tuple[Message, ...]
+    requests: tuple[ApiRequest, ...] = ()
+    deleted_range: DeletedRange | None = None
+    store: OverwriteStore | None = None
+    system: Any = None
+
+    @property
+    def has_recorded_usage(self) -> bool:
+        """Whether any request recorded the usage the provider reported."""
+        return any(request.usage is not None for request in self.requests)
+
+
+def load_trace(path: str | os.PathLike[str], format: str | None = None) -> Trace:
+    """Load ``path`` as a :class:`Trace`; ``format`` (a :class:`TraceFormat` value) skips detection."""
+    source = Path(path)
+    if not source.exists():
+        raise TraceError(f"{source}: no such file or folder")
+    kind = None if format is None else _format(format)
+    if kind is TraceFormat.CLINE or (kind is None and _is_cline(source)):
+        task = load_task(source)
+        return Trace(
+            task.path,
+            TraceFormat.CLINE,
+            task.history,
+            task.requests,
+            task.deleted_range,
+            task.context_history,
+        )
+    if source.is_dir():
+        raise TraceError(f"{source}: a folder can only be read as a Cline task folder")
+    value = _read_json(source)
+    if kind is None:
+        kind = _detect(source, value)
+    try:
+        if kind is TraceFormat.SWE_AGENT:
+            trajectory = parse_swe_agent_trajectory(value)
+            return _message_trace(source, kind, trajectory.messages, trajectory.system)
+        messages, system = _messages_of(source, value)
+        if kind is TraceFormat.OPENAI:
+            conversation = to_anthropic(messages, name="messages")
+            return _message_trace(source, kind, conversation.messages, conversation.system)
+        return _message_trace(source, kind, messages, system)
+    except (MalformedMessageError, TaskFolderError) as error:
+        raise TraceError(f"{source}: {error}") from None
+
+
+def detect_format(path: str | os.PathLike[str]) -> TraceFormat:
+    """Tell what ``path`` holds: a folder or Cline file, a ``.traj`` file, or a JSON message list.
+
+    A JSON list counts as OpenAI-shaped when a message has a role only OpenAI uses (system,
+    developer, tool), ``tool_calls``, or a content part only OpenAI uses; otherwise Anthropic-shaped
+    (a conversation of plain text messages reads the same in both).
+    """
+    source = Path(path)
+    if _is_cline(source):
+        return TraceFormat.CLINE
+    return _detect(source, _read_json(source))
+
+
+def _is_cline(source: Path) -> bool:
+    return source.is_dir() or source.name == API_HISTORY_FILE
+
+
+def _detect(source: Path, value: Any) -> TraceFormat:
+    if source.suffix == ".traj" or (
+        isinstance(value, Mapping) and isinstance(value.get("trajectory"), list)
+    ):
+        return TraceFormat.SWE_AGENT
+    messages, _ = _messages_of(source, value)
+    return TraceFormat.OPENAI if _looks_openai(messages) else TraceFormat.ANTHROPIC
+
+
+def _format(name: str) -> TraceFormat:
+    try:
+        return TraceFormat(name)
+    except ValueError:
+        choices = ", ".join(kind.value for kind in TraceFormat)
+        raise TraceError(f"unknown format {name!r} (choose from {choices})") from None
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as error:
+        raise TraceError(f"{path}: cannot be read: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise TraceError(f"{path}: not JSON: {error}") from None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise TraceError(f"{path}: not JSON: {error}") from None
+
+
+def _messages_of(path: Path, value: Any) -> tuple[list[Any], Any]:
+    """The message list of a JSON file (a list, or an object with ``messages``), and its system."""
+    system = None
+    if isinstance(value, Mapping) and "messages" in value:
+        system = value.get("system")
+        value = value["messages"]
+    if not isinstance(value, list):
+        raise TraceError(
+            f"{path}: expected a list of messages or an object with a 'messages' list,"
+            f" got {type(value).__name__}"
+        )
+    return value, system
+
+
+def _looks_openai(messages: Sequence[Any]) -> bool:
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        if message.get("role") in _OPENAI_ONLY_ROLES or "tool_calls" in message:
+            return True
+        content = message.get("content")
+        if isinstance(content, list):
+            kinds = {part.get("type") for part in content if isinstance(part, Mapping)}
+            if kinds & _ANTHROPIC_ONLY_BLOCKS:
+                return False
+            if kinds & _OPENAI_ONLY_PARTS:
+                return True
+    return False
+
+
+def _message_trace(path: Path, kind: TraceFormat, messages: Sequence[Any], system: Any) -> Trace:
+    """A trace of plain messages; ``metrics.tokens`` on assistant messages give recorded usage."""
+    check_history(messages, "messages")
+    try:
+        task = ClineTask(path=path.parent, history=tuple(messages))
+    except TaskFolderError as error:  # a bad metrics value: say where, without the folder's file
+        where = str(error).removeprefix(str(path.parent / API_HISTORY_FILE))
+        raise TaskFolderError(f"messages{where}") from None
+    return Trace(path, kind, task.history, task.requests, system=system)
