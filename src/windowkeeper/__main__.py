@@ -1,0 +1,7 @@
+"""``python -m windowkeeper``: the ``windowkeeper`` command."""
+
+from __future__ import annotations
+
+from .cli import main
+
+main()
