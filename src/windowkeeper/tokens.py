@@ -414,6 +414,7 @@ class CalibratedEstimator:
         self._max_image_tokens = max_image_tokens
         self._cache: dict[int, tuple[Message, _Units]] = {}
         self._anchor: _Anchor | None = None
+        self._first: _Anchor | None = None
         self._system_parts: tuple[Any, ...] | None = None
         self._system_units = _NO_UNITS
         self._tools_parts: tuple[Any, ...] | None = None
@@ -504,6 +505,8 @@ class CalibratedEstimator:
             tools_units,
             reported_input_tokens,
         )
+        if self._first is None:
+            self._first = self._anchor
         self._prune(())
 
     # ------------------------------------------------------------------------------ internals
@@ -515,15 +518,23 @@ class CalibratedEstimator:
         return math.ceil(central * factor)
 
     def _unexplained(self) -> int:
-        """Tokens of the last observation its visible content does not explain (framing, an
-        unseen system prompt); never negative."""
-        anchor = self._anchor
-        if anchor is None:
-            return 0
+        """Tokens the visible content of a request does not explain (framing, a system prompt
+        never shown to the counter); never negative.
+
+        The smaller of what the first and the last observation leave unexplained: the last alone
+        would also carry what its own content cost beyond the calibrated ratio (a huge dense tool
+        output, say), and would go on charging it after truncation removed that content.
+        """
+        residuals = [
+            self._residual(anchor) for anchor in (self._first, self._anchor) if anchor is not None
+        ]
+        return max(0, min(residuals)) if residuals else 0
+
+    def _residual(self, anchor: _Anchor) -> int:
         text = anchor.totals.text + anchor.system_units.text + anchor.tools_units
         central = self._calibration.predict(text, anchor.totals.thinking)
         central += anchor.totals.images + anchor.system_units.images
-        return max(0, math.floor(anchor.reported - central))
+        return math.floor(anchor.reported - central)
 
     def _learn(self, text: int, thinking: int, tokens: int) -> None:
         if text <= 0 or tokens <= 0:

@@ -1,0 +1,457 @@
+"""ContextSession: the per-turn object an agent loop holds for one task.
+
+It owns the full history, the deleted range, a :class:`~windowkeeper.manager.ContextManager`, the
+model's window and, optionally, a task folder where all of it persists, so that re-opening the
+folder resumes exactly. Each turn::
+
+    session.append(user_message)
+    prepared = session.prepare(system=SYSTEM, tools=TOOLS, max_output_tokens=4096)
+    reply = client.messages.create(messages=prepared.messages, ...)
+    session.record_usage(reply.usage)
+    session.append({"role": "assistant", "content": reply.content})
+
+``prepare`` first makes the original's decision from the usage the provider reported for the
+previous request, then checks the request it is about to return (pre-flight): when the estimate
+exceeds ``max_allowed_size`` it applies the original's remedies (duplicate-read replacement, then
+truncation) until it fits, clips oversized results of the newest turn as a last resort, and raises
+:class:`~windowkeeper.ContextOverflowError` only when nothing can make it fit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._errors import ContextOverflowError, TaskFolderError
+from .clipping import MIN_KEPT_CHARS, Clip, apply_clips, clippable_blocks
+from .file_reads import ReadDetector
+from .manager import ContextManager
+from .messages import Message, check_message
+from .notices import TRUNCATION_NOTICE
+from .sdk import usage_from_sdk
+from .storage import atomic_write_text
+from .tokens import CalibratedEstimator, TokenCounter
+from .truncation import DeletedRange, Keep, next_range, visible_start
+from .usage import TokenUsage
+from .window import ContextWindowInfo, context_window_info
+
+__all__ = ["Checkpoint", "ContextSession", "Prepared"]
+
+HISTORY_FILE = "api_conversation_history.json"
+STATE_FILE = "windowkeeper_session.json"
+_STATE_VERSION = 1
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """The request to send, and what the session did to build it."""
+
+    messages: list[Message]
+    deleted_range: DeletedRange | None
+    range_changed: bool  # the range grew while preparing this request
+    replaced_reads: int  # messages whose older file copies were replaced while preparing
+    estimated_tokens: int  # messages + system + tools + reserved output, by the session's counter
+    max_allowed_size: float
+    preflight_acted: bool  # the estimate exceeded the limit and the session shrank the request
+    clipped: tuple[Clip, ...] = ()  # clips added while preparing this request
+    ignored_stale_usage: bool = False  # usage described a context that no longer exists
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A point to roll back to: history length, range, clips, and the time it was taken."""
+
+    history_length: int
+    deleted_range: DeletedRange | None
+    timestamp: int
+    clips: tuple[Clip, ...]
+    generation: int
+
+
+@dataclass(slots=True)
+class _LastRequest:
+    messages: list[Message]
+    system: Any
+    tools: Sequence[Mapping[str, Any]] | None
+    timestamp: int
+    generation: int
+
+
+@dataclass(slots=True)
+class _State:
+    deleted_range: DeletedRange | None = None
+    generation: int = 0  # bumped whenever the range grows: older usage becomes stale
+    last_timestamp: int = 0
+    usage: TokenUsage | None = None
+    usage_timestamp: int = 0
+    usage_generation: int = -1
+    clips: list[Clip] = field(default_factory=list)
+
+
+class ContextSession:
+    """One task's conversation, kept within ``context_window`` on every request.
+
+    ``context_window`` is an int (tokens) or a :class:`ContextWindowInfo`; ``counter`` estimates
+    request sizes (default: :class:`~windowkeeper.tokens.CalibratedEstimator`, calibrated from the
+    usage you record); ``detector`` finds duplicate reads; ``task_dir`` persists everything;
+    ``clock`` returns milliseconds since the epoch (injectable for tests).
+
+    Not thread-safe: one session per task. Sessions share nothing mutable with each other.
+    """
+
+    def __init__(
+        self,
+        context_window: int | ContextWindowInfo | None = None,
+        *,
+        task_dir: str | os.PathLike[str] | None = None,
+        counter: TokenCounter | None = None,
+        detector: ReadDetector | None = None,
+        max_output_tokens: int = 0,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        self._info = (
+            context_window
+            if isinstance(context_window, ContextWindowInfo)
+            else context_window_info(context_window)
+        )
+        self._task_dir = Path(task_dir) if task_dir is not None else None
+        self._counter: TokenCounter = counter if counter is not None else CalibratedEstimator()
+        self._manager = ContextManager(detector=detector)
+        self._max_output_tokens = max_output_tokens
+        self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
+        self._history: list[Message] = []
+        self._state = _State()
+        self._last: _LastRequest | None = None
+        self._saved_length = 0
+        if self._task_dir is not None:
+            self._load(self._task_dir)
+
+    # -- what the session holds ------------------------------------------------------------
+
+    @property
+    def history(self) -> list[Message]:
+        """A copy of the full history (the messages themselves are shared, never modified)."""
+        return list(self._history)
+
+    @property
+    def deleted_range(self) -> DeletedRange | None:
+        """The inclusive range of history indices hidden from requests, or None."""
+        return self._state.deleted_range
+
+    @property
+    def window(self) -> ContextWindowInfo:
+        """The model's window and the limit requests are kept under."""
+        return self._info
+
+    @window.setter
+    def window(self, value: int | ContextWindowInfo) -> None:
+        # A model switch: the next decision uses the new limit, as in the original.
+        self._info = value if isinstance(value, ContextWindowInfo) else context_window_info(value)
+
+    @property
+    def manager(self) -> ContextManager:
+        """The underlying manager (its store holds every content edit)."""
+        return self._manager
+
+    # -- feeding the session ---------------------------------------------------------------
+
+    def append(self, message: Message) -> None:
+        """Add a message to the history (checked, never modified, not copied)."""
+        check_message(message, f"history[{len(self._history)}]")
+        self._history.append(message)
+
+    def extend(self, messages: Sequence[Message]) -> None:
+        """Add several messages, all checked before any is added."""
+        for offset, message in enumerate(messages):
+            check_message(message, f"history[{len(self._history) + offset}]")
+        self._history.extend(messages)
+
+    def record_usage(self, usage: Any, *, timestamp: int | None = None) -> None:
+        """What the provider reported for the last prepared request.
+
+        Accepts a :class:`TokenUsage` or an Anthropic or OpenAI usage object or dict. It teaches
+        the counter the real size of that request and drives the next decision, unless the range
+        has grown since that request was prepared (then the usage is stale and ignored).
+        ``timestamp`` overrides when that request was sent (ms).
+        """
+        parsed = usage_from_sdk(usage)
+        last = self._last
+        generation = last.generation if last is not None else self._state.generation
+        sent_at = timestamp if timestamp is not None else (last.timestamp if last else self._tick())
+        self._state.usage = parsed
+        self._state.usage_timestamp = sent_at
+        self._state.usage_generation = generation
+        if last is not None:
+            reported = parsed.tokens_in + parsed.cache_writes + parsed.cache_reads
+            self._counter.observe(
+                last.messages, system=last.system, tools=last.tools, reported_input_tokens=reported
+            )
+        self._save_state()
+
+    # -- building a request ----------------------------------------------------------------
+
+    def prepare(
+        self,
+        *,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_output_tokens: int | None = None,
+    ) -> Prepared:
+        """The messages to send now, within the window, and what was done to get them."""
+        now = self._tick()
+        state = self._state
+        reserve = self._max_output_tokens if max_output_tokens is None else max_output_tokens
+        view = self._view()
+        stored_before = len(self._manager.store)
+        usage = state.usage
+        stale = usage is not None and state.usage_generation != state.generation
+        result = self._manager.get_new_context_messages_and_metadata(
+            view,
+            usage=None if stale else usage,
+            timestamp=now,
+            context_window=self._info,
+            deleted_range=state.deleted_range,
+        )
+        replaced = 0
+        range_changed = result.updated_deleted_range
+        if range_changed:
+            self._set_range(result.deleted_range)
+        messages = self._visible(result.truncated_history)
+        estimate = self._estimate(messages, system, tools, reserve)
+        limit = self._info.max_allowed_size
+        acted = estimate > limit
+        clips: dict[tuple[int, int], Clip] = {}
+        if acted:
+            changed, altered = self._manager.apply_context_optimizations(
+                view, visible_start(state.deleted_range), now
+            )
+            replaced += len(altered)
+            if changed:
+                messages = self._render(view)
+                estimate = self._estimate(messages, system, tools, reserve)
+            while estimate > limit:
+                keep = Keep.QUARTER if estimate / 2 > limit else Keep.HALF
+                candidate = next_range(view, state.deleted_range, keep)
+                if candidate[1] < candidate[0] or candidate == state.deleted_range:
+                    break
+                self._manager._add_truncation_notice(now)
+                self._set_range(candidate)
+                range_changed = True
+                messages = self._render(view)
+                estimate = self._estimate(messages, system, tools, reserve)
+            while estimate > limit:
+                clip = self._next_clip(estimate, limit)
+                if clip is None:
+                    raise ContextOverflowError(
+                        f"the smallest request this session can send is about {estimate:,} tokens"
+                        f" (including {reserve:,} reserved for output), over the limit of"
+                        f" {limit:,} for a {self._info.context_window:,}-token window",
+                        estimated_tokens=estimate,
+                        limit=limit,
+                    )
+                clips[clip.message_index, clip.block_index] = clip
+                state.clips = [
+                    c
+                    for c in state.clips
+                    if (c.message_index, c.block_index) != (clip.message_index, clip.block_index)
+                ]
+                state.clips.append(clip)
+                view = self._view()
+                messages = self._render(view)
+                estimate = self._estimate(messages, system, tools, reserve)
+        if len(self._manager.store) != stored_before or acted:
+            self._save_store()
+        self._last = _LastRequest(messages, system, tools, now, state.generation)
+        self._save()
+        return Prepared(
+            messages=messages,
+            deleted_range=state.deleted_range,
+            range_changed=range_changed,
+            replaced_reads=replaced,
+            estimated_tokens=estimate,
+            max_allowed_size=limit,
+            preflight_acted=acted,
+            clipped=tuple(clips.values()),
+            ignored_stale_usage=stale,
+        )
+
+    def _estimate(
+        self,
+        messages: list[Message],
+        system: Any,
+        tools: Sequence[Mapping[str, Any]] | None,
+        reserve: int,
+    ) -> int:
+        return self._counter.count(messages, system=system, tools=tools) + reserve
+
+    def _render(self, view: list[Message]) -> list[Message]:
+        sent = self._manager.get_truncated_messages(view, self._state.deleted_range)
+        return self._visible(sent)
+
+    def _visible(self, sent: list[Message]) -> list[Message]:
+        """Move the truncation notice where the model sees it, when the original's placement drops it.
+
+        The original writes the notice over text block 0 of message 1; when that block is a
+        thinking or tool_use block (as in real native-tool traces), the notice is silently lost.
+        """
+        if len(sent) < 2 or self._manager.store.effective_text(1, 0) != TRUNCATION_NOTICE:
+            return sent
+        first_answer = sent[1]
+        content = first_answer.get("content")
+        notice = {"type": "text", "text": TRUNCATION_NOTICE}
+        if isinstance(content, str):
+            new_content: list[Any] = (
+                [notice, {"type": "text", "text": content}] if content else [notice]
+            )
+        elif isinstance(content, list):
+            if content and isinstance(content[0], dict) and content[0].get("type") == "text":
+                return sent  # the original's placement works
+            at = 0
+            while (
+                at < len(content)
+                and isinstance(content[at], dict)
+                and content[at].get("type") in _THINKING
+            ):
+                at += 1
+            new_content = [*content[:at], notice, *content[at:]]
+        else:
+            return sent
+        output = list(sent)
+        output[1] = {**first_answer, "content": new_content}
+        return output
+
+    def _next_clip(self, estimate: int, limit: float) -> Clip | None:
+        """A tighter clip of the newest turn's largest result that removes the excess, or None."""
+        if len(self._history) < 3 or self._history[-1].get("role") != "user":
+            return None
+        index = len(self._history) - 1
+        current = {
+            clip.block_index: clip.kept for clip in self._state.clips if clip.message_index == index
+        }
+        # Four characters per token over-cuts for typical text; the caller re-estimates anyway.
+        excess_chars = int((estimate - limit) * 4) + 1
+        for block_index, size in clippable_blocks(self._history[index]):
+            kept_now = min(size, current.get(block_index, size))
+            kept = max(MIN_KEPT_CHARS, kept_now - excess_chars)
+            if kept < kept_now:
+                return Clip(index, block_index, kept)
+        return None
+
+    def _view(self) -> list[Message]:
+        return apply_clips(self._history, self._state.clips) if self._state.clips else self._history
+
+    def _set_range(self, deleted_range: DeletedRange | None) -> None:
+        self._state.deleted_range = deleted_range
+        self._state.generation += 1
+
+    def _tick(self) -> int:
+        now = max(int(self._clock()), self._state.last_timestamp + 1)
+        self._state.last_timestamp = now
+        return now
+
+    # -- checkpoints -----------------------------------------------------------------------
+
+    def checkpoint(self) -> Checkpoint:
+        """Remember this point; :meth:`rollback` returns to it."""
+        state = self._state
+        return Checkpoint(
+            history_length=len(self._history),
+            deleted_range=state.deleted_range,
+            timestamp=self._tick(),
+            clips=tuple(state.clips),
+            generation=state.generation,
+        )
+
+    def rollback(self, checkpoint: Checkpoint) -> None:
+        """Return to ``checkpoint``: later messages, range growth, edits and clips are undone."""
+        if checkpoint.history_length > len(self._history):
+            raise ValueError(
+                f"checkpoint holds {checkpoint.history_length} messages, the history only"
+                f" {len(self._history)}: it belongs to another session or a rolled-back branch"
+            )
+        del self._history[checkpoint.history_length :]
+        state = self._state
+        state.deleted_range = checkpoint.deleted_range
+        state.clips = list(checkpoint.clips)
+        state.generation += 1  # usage reported after the checkpoint no longer applies
+        state.usage = None
+        self._last = None
+        self._manager.truncate_context_history(checkpoint.timestamp)
+        self._saved_length = min(self._saved_length, checkpoint.history_length)
+        self._save(rewrite=True)
+
+    # -- persistence -----------------------------------------------------------------------
+
+    def _save(self, *, rewrite: bool = False) -> None:
+        if self._task_dir is None:
+            return
+        if rewrite or self._saved_length != len(self._history):
+            text = json.dumps(self._history, separators=(",", ":"), ensure_ascii=False)
+            atomic_write_text(self._task_dir / HISTORY_FILE, text)
+            self._saved_length = len(self._history)
+        self._save_store()
+        self._save_state()
+
+    def _save_store(self) -> None:
+        if self._task_dir is not None:
+            self._manager.save_context_history(self._task_dir)
+
+    def _save_state(self) -> None:
+        if self._task_dir is None:
+            return
+        state = self._state
+        usage = state.usage
+        value = {
+            "version": _STATE_VERSION,
+            "history_length": len(self._history),
+            "deleted_range": list(state.deleted_range) if state.deleted_range else None,
+            "generation": state.generation,
+            "last_timestamp": state.last_timestamp,
+            "usage": None
+            if usage is None
+            else [usage.tokens_in, usage.tokens_out, usage.cache_writes, usage.cache_reads],
+            "usage_timestamp": state.usage_timestamp,
+            "usage_generation": state.usage_generation,
+            "clips": [[c.message_index, c.block_index, c.kept] for c in state.clips],
+        }
+        atomic_write_text(self._task_dir / STATE_FILE, json.dumps(value, separators=(",", ":")))
+
+    def _load(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        history_path = folder / HISTORY_FILE
+        if history_path.exists():
+            try:
+                history = json.loads(history_path.read_text(encoding="utf-8"))
+            except ValueError as error:
+                raise TaskFolderError(f"{history_path}: not JSON: {error}") from None
+            if not isinstance(history, list):
+                raise TaskFolderError(f"{history_path}: expected a list of messages")
+            for index, message in enumerate(history):
+                check_message(message, f"{HISTORY_FILE}[{index}]")
+            self._history = history
+            self._saved_length = len(history)
+        self._manager.initialize_context_history(folder)
+        state_path = folder / STATE_FILE
+        if not state_path.exists():
+            return
+        try:
+            value = json.loads(state_path.read_text(encoding="utf-8"))
+            usage = value.get("usage")
+            deleted = value.get("deleted_range")
+            self._state = _State(
+                deleted_range=(int(deleted[0]), int(deleted[1])) if deleted else None,
+                generation=int(value["generation"]),
+                last_timestamp=int(value["last_timestamp"]),
+                usage=TokenUsage(*map(int, usage)) if usage else None,
+                usage_timestamp=int(value["usage_timestamp"]),
+                usage_generation=int(value["usage_generation"]),
+                clips=[Clip(int(a), int(b), int(c)) for a, b, c in value.get("clips", [])],
+            )
+        except (ValueError, KeyError, TypeError, IndexError) as error:
+            raise TaskFolderError(f"{state_path}: unreadable session state: {error!r}") from None
