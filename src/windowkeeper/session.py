@@ -33,14 +33,15 @@ from .file_reads import ReadDetector
 from .manager import ContextManager
 from .messages import Message, check_message
 from .notices import TRUNCATION_NOTICE
+from .overwrites import OverwriteStore
 from .sdk import usage_from_sdk
 from .storage import atomic_write_text
 from .tokens import CalibratedEstimator, TokenCounter
-from .truncation import DeletedRange, Keep, next_range, visible_start
+from .truncation import DeletedRange, Keep, check_range, next_range, visible_start
 from .usage import TokenUsage
 from .window import ContextWindowInfo, context_window_info
 
-__all__ = ["Checkpoint", "ContextSession", "Prepared"]
+__all__ = ["Checkpoint", "ContextSession", "Prepared", "place_truncation_notice"]
 
 HISTORY_FILE = "api_conversation_history.json"
 STATE_FILE = "windowkeeper_session.json"
@@ -65,13 +66,13 @@ class Prepared:
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """A point to roll back to: history length, range, clips, and the time it was taken."""
+    """A point to roll back to: history length, range, clips, and the edits made so far."""
 
     history_length: int
     deleted_range: DeletedRange | None
     timestamp: int
     clips: tuple[Clip, ...]
-    generation: int
+    store_json: str  # the overwrite store as the original serializes it
 
 
 @dataclass(slots=True)
@@ -144,6 +145,12 @@ class ContextSession:
         """The inclusive range of history indices hidden from requests, or None."""
         return self._state.deleted_range
 
+    @deleted_range.setter
+    def deleted_range(self, value: DeletedRange | None) -> None:
+        # For flows that hide history themselves, as Cline's summarize and condense tools do.
+        self._state.deleted_range = check_range(value)
+        self._save_state()
+
     @property
     def window(self) -> ContextWindowInfo:
         """The model's window and the limit requests are kept under."""
@@ -214,7 +221,7 @@ class ContextSession:
         result = self._manager.get_new_context_messages_and_metadata(
             view,
             usage=None if stale else usage,
-            timestamp=now,
+            timestamp=state.usage_timestamp,  # edits are dated by the request, as in the original
             context_window=self._info,
             deleted_range=state.deleted_range,
         )
@@ -295,36 +302,7 @@ class ContextSession:
         return self._visible(sent)
 
     def _visible(self, sent: list[Message]) -> list[Message]:
-        """Move the truncation notice where the model sees it, when the original's placement drops it.
-
-        The original writes the notice over text block 0 of message 1; when that block is a
-        thinking or tool_use block (as in real native-tool traces), the notice is silently lost.
-        """
-        if len(sent) < 2 or self._manager.store.effective_text(1, 0) != TRUNCATION_NOTICE:
-            return sent
-        first_answer = sent[1]
-        content = first_answer.get("content")
-        notice = {"type": "text", "text": TRUNCATION_NOTICE}
-        if isinstance(content, str):
-            new_content: list[Any] = (
-                [notice, {"type": "text", "text": content}] if content else [notice]
-            )
-        elif isinstance(content, list):
-            if content and isinstance(content[0], dict) and content[0].get("type") == "text":
-                return sent  # the original's placement works
-            at = 0
-            while (
-                at < len(content)
-                and isinstance(content[at], dict)
-                and content[at].get("type") in _THINKING
-            ):
-                at += 1
-            new_content = [*content[:at], notice, *content[at:]]
-        else:
-            return sent
-        output = list(sent)
-        output[1] = {**first_answer, "content": new_content}
-        return output
+        return place_truncation_notice(sent, self._manager.store)
 
     def _next_clip(self, estimate: int, limit: float) -> Clip | None:
         """A tighter clip of the newest turn's largest result that removes the excess, or None."""
@@ -365,11 +343,15 @@ class ContextSession:
             deleted_range=state.deleted_range,
             timestamp=self._tick(),
             clips=tuple(state.clips),
-            generation=state.generation,
+            store_json=self._manager.context_history_json(),
         )
 
     def rollback(self, checkpoint: Checkpoint) -> None:
-        """Return to ``checkpoint``: later messages, range growth, edits and clips are undone."""
+        """Return to ``checkpoint``: later messages, range growth, edits and clips are undone.
+
+        The store is restored from the checkpoint's copy rather than rolled back by timestamp:
+        edits decided from an earlier request's usage carry that request's (earlier) time.
+        """
         if checkpoint.history_length > len(self._history):
             raise ValueError(
                 f"checkpoint holds {checkpoint.history_length} messages, the history only"
@@ -382,7 +364,7 @@ class ContextSession:
         state.generation += 1  # usage reported after the checkpoint no longer applies
         state.usage = None
         self._last = None
-        self._manager.truncate_context_history(checkpoint.timestamp)
+        self._manager.store = OverwriteStore.from_json(checkpoint.store_json)
         self._saved_length = min(self._saved_length, checkpoint.history_length)
         self._save(rewrite=True)
 
@@ -455,3 +437,37 @@ class ContextSession:
             )
         except (ValueError, KeyError, TypeError, IndexError) as error:
             raise TaskFolderError(f"{state_path}: unreadable session state: {error!r}") from None
+
+
+def place_truncation_notice(sent: list[Message], store: OverwriteStore) -> list[Message]:
+    """Give the truncation notice a text block of its own when the original's placement drops it.
+
+    The original writes the notice over text block 0 of message 1; when that block is a thinking
+    or tool_use block (as in real native-tool traces), the notice is silently lost. Here it is
+    inserted after any leading thinking blocks instead. Returns ``sent`` itself when unchanged.
+    """
+    if len(sent) < 2 or store.effective_text(1, 0) != TRUNCATION_NOTICE:
+        return sent
+    first_answer = sent[1]
+    content = first_answer.get("content")
+    notice = {"type": "text", "text": TRUNCATION_NOTICE}
+    if isinstance(content, str):
+        new_content: list[Any] = (
+            [notice, {"type": "text", "text": content}] if content else [notice]
+        )
+    elif isinstance(content, list):
+        if content and isinstance(content[0], dict) and content[0].get("type") == "text":
+            return sent  # the original's placement works
+        at = 0
+        while (
+            at < len(content)
+            and isinstance(content[at], dict)
+            and content[at].get("type") in _THINKING
+        ):
+            at += 1
+        new_content = [*content[:at], notice, *content[at:]]
+    else:
+        return sent
+    output = list(sent)
+    output[1] = {**first_answer, "content": new_content}
+    return output
