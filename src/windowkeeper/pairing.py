@@ -19,7 +19,9 @@ __all__ = ["Violation", "ensure_tool_results_follow_tool_use", "validate_message
 
 
 def _tool_use_ids(message: Any) -> list[Any]:
-    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(message, dict):
+        return []
+    content = message.get("content")
     if message.get("role") != "assistant" or not isinstance(content, list):
         return []
     return [

@@ -54,9 +54,11 @@ def _token_count(info: Mapping[str, Any], field: str) -> int:
     value = info.get(field)
     if value is None or value is False:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value  # any size: converting a huge count to float would overflow
+    if not isinstance(value, float) or not math.isfinite(value):
         raise InvalidUsageError(f"api_req_started field {field!r} is not a number: {value!r}")
-    return int(value) if float(value).is_integer() else value  # type: ignore[return-value]
+    return int(value) if value.is_integer() else value  # type: ignore[return-value]
 
 
 UsageLike = TokenUsage | str | Mapping[str, Any]
