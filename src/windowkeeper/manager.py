@@ -21,12 +21,13 @@ from .file_reads import (
     apply_read_replacements,
     savings_ratio,
 )
-from .messages import Message, block_text, check_history
+from .messages import CheckMemo, Message, block_text
 from .notices import CONTINUE_NOTICE, TRUNCATION_NOTICE
 from .overwrites import EditType, OverwriteStore, text_update
 from .storage import CONTEXT_HISTORY_FILE, LoadReport, atomic_write_text, load_store
 from .truncation import DeletedRange, Keep, check_range, next_range, visible_start
 from .usage import UsageLike, _as_usage, _as_window_info, should_compact
+from .pairing import RepairMemo
 from .visible import truncated_messages
 from .window import ContextWindowInfo
 
@@ -66,6 +67,8 @@ class ContextManager:
         self.store = OverwriteStore()
         self.detector: ReadDetector = detector if detector is not None else ClineReadDetector()
         self.last_load: LoadReport | None = None
+        self._checks = CheckMemo()
+        self._repairs = RepairMemo()
 
     # -- persistence -----------------------------------------------------------------------
 
@@ -135,7 +138,7 @@ class ContextManager:
         half the total still exceeds the limit). The store is saved to ``task_dir`` when it
         changed. With ``use_auto_condense`` the decision is skipped, as in the original.
         """
-        check_history(history)
+        self._checks.check_history(history)
         deleted_range = check_range(deleted_range)
         updated = False
         if not use_auto_condense and usage is not None:
@@ -155,28 +158,28 @@ class ContextManager:
                     updated = True
                 if any_updates:
                     self._save_if(task_dir)
-        messages = truncated_messages(history, deleted_range, self.store)
+        messages = truncated_messages(history, deleted_range, self.store, self._repairs)
         return ContextResult(deleted_range, updated, messages)
 
     def get_next_truncation_range(
         self, history: Sequence[Message], deleted_range: DeletedRange | None, keep: Keep | str
     ) -> DeletedRange:
         """The next, larger, deleted range (see :func:`windowkeeper.truncation.next_range`)."""
-        check_history(history)
+        self._checks.check_history(history)
         return next_range(history, check_range(deleted_range), keep)
 
     def get_truncated_messages(
         self, history: Sequence[Message], deleted_range: DeletedRange | None
     ) -> list[Message]:
         """What is sent: messages 0-1, the visible rest, overwrites applied, pairing repaired."""
-        check_history(history)
-        return truncated_messages(history, check_range(deleted_range), self.store)
+        self._checks.check_history(history)
+        return truncated_messages(history, check_range(deleted_range), self.store, self._repairs)
 
     def apply_context_optimizations(
         self, history: Sequence[Message], start_index: int, timestamp: int
     ) -> tuple[bool, set[int]]:
         """Replace duplicate file reads from ``start_index`` on; return (changed, altered indices)."""
-        check_history(history)
+        self._checks.check_history(history)
         return self._optimize(history, start_index, timestamp)
 
     def _optimize(
@@ -189,13 +192,13 @@ class ContextManager:
         self, history: Sequence[Message], deleted_range: DeletedRange | None, timestamp: int
     ) -> FileReadOptimization:
         """Replace duplicate reads and report whether truncation is still needed; no disk I/O."""
-        check_history(history)
+        self._checks.check_history(history)
         deleted_range = check_range(deleted_range)
         changed, altered = self._optimize(history, visible_start(deleted_range), timestamp)
         if not changed:
             return FileReadOptimization(False, True, list(history))
         ratio = savings_ratio(history, self.store, deleted_range, altered)
-        optimized = truncated_messages(history, deleted_range, self.store)
+        optimized = truncated_messages(history, deleted_range, self.store, self._repairs)
         return FileReadOptimization(True, ratio < SAVINGS_THRESHOLD, optimized)
 
     # -- notices and rollback --------------------------------------------------------------
@@ -225,7 +228,7 @@ class ContextManager:
 
         Each is added only when that message has no entry yet; saves when either was added.
         """
-        check_history(history)
+        self._checks.check_history(history)
         notice_added = self._add_truncation_notice(timestamp)
         task_replaced = self._replace_first_user_message(timestamp, history)
         if notice_added or task_replaced:

@@ -19,6 +19,7 @@ from ._errors import MalformedMessageError
 __all__ = [
     "ROLES",
     "ImageBlock",
+    "CheckMemo",
     "Message",
     "MessageDict",
     "TextBlock",
@@ -165,3 +166,33 @@ def check_history(history: Any, name: str = "history") -> None:
         )
     for index, message in enumerate(history):
         check_message(message, f"{name}[{index}]")
+
+
+class CheckMemo:
+    """:func:`check_history` that skips message objects it already checked.
+
+    Messages are treated as values (see :class:`windowkeeper.pairing.RepairMemo`): a message
+    object is checked again only when it, or its content object, is not the one seen before.
+    Only the messages of the latest call are remembered. Not thread-safe; one per manager.
+    """
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[Any, Any]] = {}
+
+    def check_history(self, history: Any, name: str = "history") -> None:
+        """Raise :class:`MalformedMessageError` for the first malformed message, as check_history."""
+        if not isinstance(history, Sequence) or isinstance(history, str | bytes):
+            raise MalformedMessageError(
+                name, f"expected a list of messages, got {type(history).__name__}"
+            )
+        known = self._seen
+        seen: dict[int, tuple[Any, Any]] = {}
+        for index, message in enumerate(history):
+            entry = known.get(id(message))
+            if entry is None or entry[0] is not message or entry[1] is not message.get("content"):
+                check_message(message, f"{name}[{index}]")
+                entry = (message, message.get("content"))
+            seen[id(message)] = entry
+        self._seen = seen

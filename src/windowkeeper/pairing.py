@@ -15,7 +15,7 @@ from typing import Any
 from .messages import ROLES, Message
 from .notices import RESULT_MISSING
 
-__all__ = ["Violation", "ensure_tool_results_follow_tool_use", "validate_messages"]
+__all__ = ["RepairMemo", "Violation", "ensure_tool_results_follow_tool_use", "validate_messages"]
 
 
 def _tool_use_ids(message: Any) -> list[Any]:
@@ -96,6 +96,53 @@ def ensure_tool_results_follow_tool_use(messages: Sequence[Message]) -> list[Mes
         if repaired is not None:
             output[position + 1] = {**following, "content": repaired}
     return output
+
+
+class RepairMemo:
+    """:func:`ensure_tool_results_follow_tool_use` that remembers its work between calls.
+
+    An agent loop sends nearly the same messages on every request; this keeps, for each
+    (assistant, user) pair of message objects, the repaired user message it produced, and reuses
+    it (the same object, which also keeps what is sent identical for prompt caching) while both
+    messages are the same objects. Messages are treated as values: windowkeeper never changes one
+    in place, and expects the same of its callers (to edit a message, put a new dict in its
+    place). Only the pairs of the latest call are kept. Not thread-safe; one per manager.
+    """
+
+    __slots__ = ("_pairs",)
+
+    def __init__(self) -> None:
+        self._pairs: dict[int, tuple[Any, Any, Any]] = {}
+
+    def repair(self, messages: Sequence[Message]) -> list[Message]:
+        """The same result as :func:`ensure_tool_results_follow_tool_use` on ``messages``."""
+        output = list(messages)
+        known = self._pairs
+        seen: dict[int, tuple[Any, Any, Any]] = {}
+        for position in range(len(output) - 1):
+            message = output[position]
+            if not isinstance(message, dict) or message.get("role") != "assistant":
+                continue
+            following = output[position + 1]
+            entry = known.get(id(following))
+            if entry is not None and entry[0] is message and entry[1] is following:
+                repaired = entry[2]
+            else:
+                repaired = _repaired_message(message, following)
+            seen[id(following)] = (message, following, repaired)
+            if repaired is not None:
+                output[position + 1] = repaired
+        self._pairs = seen
+        return output
+
+
+def _repaired_message(message: Any, following: Any) -> Message | None:
+    ids = _tool_use_ids(message)
+    if not ids or not isinstance(following, dict) or following.get("role") != "user":
+        return None
+    content = following.get("content")
+    repaired = _repaired_results(ids, content if isinstance(content, list) else [])
+    return None if repaired is None else {**following, "content": repaired}
 
 
 @dataclass(frozen=True, slots=True)

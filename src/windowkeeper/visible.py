@@ -14,16 +14,22 @@ from typing import Any
 from .messages import Message, with_block_text
 from .notices import STRIPPED_RESULTS_NOTICE
 from .overwrites import OverwriteStore, Update
-from .pairing import ensure_tool_results_follow_tool_use
+from .pairing import RepairMemo, ensure_tool_results_follow_tool_use
 from .truncation import FIRST_KEPT, DeletedRange, visible_start
 
 __all__ = ["truncated_messages"]
 
 
 def truncated_messages(
-    history: Sequence[Message], deleted_range: DeletedRange | None, store: OverwriteStore
+    history: Sequence[Message],
+    deleted_range: DeletedRange | None,
+    store: OverwriteStore,
+    repairs: RepairMemo | None = None,
 ) -> list[Message]:
-    """The messages to send for ``history`` with ``deleted_range`` hidden and ``store`` applied."""
+    """The messages to send for ``history`` with ``deleted_range`` hidden and ``store`` applied.
+
+    ``repairs`` remembers pairing repairs between calls (an agent loop's requests overlap).
+    """
     if len(history) <= 1:
         return list(history)
     start = max(visible_start(deleted_range), FIRST_KEPT)
@@ -40,7 +46,11 @@ def truncated_messages(
             if index in store:
                 positions = stripped_positions if position == FIRST_KEPT else None
                 output[position] = _with_overwrites(message, store, index, positions)
-    output = ensure_tool_results_follow_tool_use(output)
+    output = (
+        repairs.repair(output)
+        if repairs is not None
+        else ensure_tool_results_follow_tool_use(output)
+    )
     if stripped_positions is not None and output[2].get("content") == []:
         output[2] = {**output[2], "content": [{"type": "text", "text": STRIPPED_RESULTS_NOTICE}]}
     return output
