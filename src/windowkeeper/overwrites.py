@@ -11,24 +11,26 @@ them in that order::
     [[messageIndex,[editType,[[blockIndex,[[ts,"text",[text],metadata],...]],...]]],...]
 
 Updates are kept as the JSON values they are, so a file written by the original, whatever odd
-values it holds, serializes back byte for byte.
+values it holds, serializes back byte for byte. Loading follows the original's loader exactly:
+what it rebuilds its maps from loads, what makes it throw (and so start empty) raises
+:class:`CorruptStoreError` naming the place.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
 from ._errors import WindowkeeperError
+from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
 
-__all__ = ["CorruptStoreError", "EditType", "OverwriteStore", "Update"]
+__all__ = ["Block", "CorruptStoreError", "EditType", "Entry", "OverwriteStore", "Update"]
 
 
 class CorruptStoreError(WindowkeeperError, ValueError):
-    """A ``context_history.json`` text that is not JSON or not the original's nested layout."""
+    """A ``context_history.json`` text the original cannot load (not JSON, or not its layout)."""
 
 
 class EditType(IntEnum):
@@ -43,7 +45,7 @@ class EditType(IntEnum):
 
 @dataclass(frozen=True, slots=True)
 class Update:
-    """A typed view of one stored update (the stored JSON value is kept as it is)."""
+    """A typed view of one stored update; its lists are copies, so changing them changes nothing."""
 
     timestamp: Any
     kind: Any
@@ -61,9 +63,26 @@ class Update:
     @classmethod
     def of(cls, raw: Any) -> Update:
         """View a stored JSON value as an update; missing parts read as None."""
-        parts = list(raw[:4]) if isinstance(raw, list) else []
+        parts = [_clone(part) for part in raw[:4]] if isinstance(raw, list) else []
         parts += [None] * (4 - len(parts))
         return cls(*parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """The updates of one content block, oldest first."""
+
+    index: Any
+    updates: tuple[Update, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """Everything recorded for one message: its edit type and its blocks, in insertion order."""
+
+    message_index: Any
+    edit_type: Any
+    blocks: tuple[Block, ...]
 
 
 def text_update(timestamp: int, text: str, metadata: list[Any] | None = None) -> list[Any]:
@@ -74,30 +93,24 @@ def text_update(timestamp: int, text: str, metadata: list[Any] | None = None) ->
 class _Entry:
     __slots__ = ("blocks", "edit_type")
 
-    def __init__(self, edit_type: Any, blocks: dict[Any, list[Any]]) -> None:
+    def __init__(self, edit_type: Any, blocks: dict[Any, Any]) -> None:
         self.edit_type = edit_type
-        self.blocks = blocks
-
-
-def _is_after(update: Any, timestamp: float) -> bool:
-    # JavaScript compares `update[0] > timestamp`; anything but a number there compares false.
-    if not isinstance(update, list) or not update:
-        return False
-    stamp = update[0]
-    return isinstance(stamp, int | float) and not isinstance(stamp, bool) and stamp > timestamp
+        self.blocks = blocks  # block key -> updates (a list, unless a loaded file said otherwise)
 
 
 class OverwriteStore:
     """Message index -> (edit type, block index -> [update, ...]), in insertion order.
 
-    Not thread-safe; one store per task. Values handed out are copies or immutable views, so the
-    store changes only through its methods.
+    Not thread-safe; one store per task. Values handed out are copies or immutable views, and
+    values taken in are copied, so the store changes only through its methods. Two stores are
+    equal when they serialize to the same text.
     """
 
-    __slots__ = ("_entries",)
+    __slots__ = ("_entries", "_exotic")
 
     def __init__(self) -> None:
         self._entries: dict[Any, _Entry] = {}
+        self._exotic = False  # holds floats or opaque keys: serialize on the exact slow path
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -105,12 +118,12 @@ class OverwriteStore:
         return len(self._entries)
 
     def __contains__(self, message_index: object) -> bool:
-        return message_index in self._entries
+        return _lookup(message_index) in self._entries
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, OverwriteStore):
             return NotImplemented
-        return self.to_json_value() == other.to_json_value()
+        return self.to_json() == other.to_json()
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -119,31 +132,43 @@ class OverwriteStore:
 
     def message_indices(self) -> list[Any]:
         """The edited message indices, in insertion order."""
-        return list(self._entries)
+        return [_plain(key) for key in self._entries]
+
+    def entries(self) -> Iterator[Entry]:
+        """Every entry as a typed value, in insertion order (what the JSON lists, in that order).
+
+        A block whose updates a loaded file gave as something other than a list has no updates.
+        """
+        for key, entry in self._entries.items():
+            blocks = tuple(
+                Block(_plain(block_key), _typed(updates))
+                for block_key, updates in entry.blocks.items()
+            )
+            yield Entry(_plain(key), _clone(entry.edit_type), blocks)
 
     def edit_type(self, message_index: int) -> Any:
         """The edit type of a message's entry, or None when it has none."""
-        entry = self._entries.get(message_index)
+        entry = self._entries.get(_lookup(message_index))
         return None if entry is None else entry.edit_type
 
     def block_updates(self, message_index: int) -> Iterator[tuple[Any, list[Any]]]:
-        """``(block index, updates)`` of a message, in insertion order; updates are raw JSON."""
-        entry = self._entries.get(message_index)
+        """``(block index, updates)`` of a message, in insertion order; updates are raw JSON.
+
+        The lists are copies. A key JavaScript keeps apart from numbers (``true``, an array)
+        comes as an opaque key that equals no index; updates that are not a list come as ``[]``.
+        """
+        entry = self._entries.get(_lookup(message_index))
         if entry is not None:
-            yield from entry.blocks.items()
+            for block_key, updates in entry.blocks.items():
+                yield block_key, list(updates) if isinstance(updates, list) else []
 
     def updates(self, message_index: int, block_index: int) -> list[Update]:
         """Every update of a block, oldest first."""
-        entry = self._entries.get(message_index)
-        raw = entry.blocks.get(block_index, []) if entry is not None else []
-        return [Update.of(update) for update in raw]
+        return list(_typed(self._raw_updates(message_index, block_index)))
 
     def latest(self, message_index: int, block_index: int) -> Update | None:
         """The effective (last) update of a block, or None."""
-        entry = self._entries.get(message_index)
-        if entry is None:
-            return None
-        raw = entry.blocks.get(block_index)
+        raw = self._raw_updates(message_index, block_index)
         return Update.of(raw[-1]) if raw else None
 
     def effective_text(self, message_index: int, block_index: int) -> str | None:
@@ -153,130 +178,238 @@ class OverwriteStore:
 
     def first_block_latest(self, message_index: int) -> Update | None:
         """The last update of the message's first-inserted block (how the original reads mentions)."""
-        entry = self._entries.get(message_index)
+        entry = self._entries.get(_lookup(message_index))
         if entry is None:
             return None
         for updates in entry.blocks.values():
-            return Update.of(updates[-1]) if updates else None
+            return Update.of(updates[-1]) if isinstance(updates, list) and updates else None
         return None
+
+    def _raw_updates(self, message_index: Any, block_index: Any) -> list[Any]:
+        entry = self._entries.get(_lookup(message_index))
+        if entry is None:
+            return []
+        updates = entry.blocks.get(_lookup(block_index))
+        return updates if isinstance(updates, list) else []
 
     # -- writing ---------------------------------------------------------------------------
 
-    def record(
-        self, message_index: int, edit_type: int, block_index: int, update: list[Any]
-    ) -> None:
-        """Append ``update`` to a block, creating the message entry with ``edit_type`` if new.
+    def record(self, message_index: Any, edit_type: Any, block_index: Any, update: Any) -> None:
+        """Append a copy of ``update`` to a block, creating the entry with ``edit_type`` if new.
 
-        An existing entry keeps the edit type it was created with, as in the original.
+        An existing entry keeps the edit type it was created with, as in the original. Raises
+        ``TypeError`` when an argument is not a JSON value.
         """
-        entry = self._entries.get(message_index)
+        value, exotic = normalize(update)
+        message_key, odd_message = _record_key(message_index)
+        block_key, odd_block = _record_key(block_index)
+        entry = self._entries.get(message_key)
         if entry is None:
-            entry = self._entries[message_index] = _Entry(int(edit_type), {})
-        entry.blocks.setdefault(block_index, []).append(update)
+            kind, odd_kind = normalize(edit_type)
+            entry = self._entries[message_key] = _Entry(kind, {})
+            exotic = exotic or odd_kind
+        updates = entry.blocks.get(block_key)
+        if isinstance(updates, list):
+            updates.append(value)
+        else:
+            entry.blocks[block_key] = [value]
+        self._exotic = self._exotic or exotic or odd_message or odd_block
 
     def rollback(self, timestamp: float) -> None:
         """Drop every update newer than ``timestamp`` (updates at ``timestamp`` stay).
 
-        Blocks left without updates are removed, and so are messages left without blocks. As in
-        the original, each block is cut from its end, assuming its updates are in time order.
+        As in the original: each block is cut from its end while its last update is newer
+        (assuming time order; comparison by JavaScript's ``>``), a block is removed when the cut
+        leaves it empty (a block that was already empty stays), and a message is removed when it
+        is left with no blocks (also when it had none). Updates that are not a list are kept.
         """
-        for message_index in list(self._entries):
-            entry = self._entries[message_index]
-            for block_index in list(entry.blocks):
-                updates = entry.blocks[block_index]
+        for message_key in list(self._entries):
+            blocks = self._entries[message_key].blocks
+            for block_key in list(blocks):
+                updates = blocks[block_key]
+                if not isinstance(updates, list):
+                    continue
                 keep = len(updates)
                 while keep > 0 and _is_after(updates[keep - 1], timestamp):
                     keep -= 1
-                if keep == 0:
-                    del entry.blocks[block_index]
-                elif keep < len(updates):
+                if keep < len(updates):
                     del updates[keep:]
-            if not entry.blocks:
-                del self._entries[message_index]
+                    if keep == 0:
+                        del blocks[block_key]
+            if not blocks:
+                del self._entries[message_key]
 
     def clear(self) -> None:
         """Forget every update."""
         self._entries.clear()
+        self._exotic = False
 
     def copy(self) -> OverwriteStore:
         """An independent copy (no list is shared with this store)."""
-        return OverwriteStore.from_json_value(self.to_json_value())
+        twin = OverwriteStore()
+        twin._exotic = self._exotic
+        for key, entry in self._entries.items():
+            blocks = {block_key: _clone(updates) for block_key, updates in entry.blocks.items()}
+            twin._entries[key] = _Entry(_clone(entry.edit_type), blocks)
+        return twin
 
     # -- the original's JSON ---------------------------------------------------------------
 
     def to_json_value(self) -> list[Any]:
         """The store as the nested lists of ``context_history.json`` (fresh lists, safe to keep)."""
-        return json.loads(self.to_json())  # type: ignore[no-any-return]
+        value, _ = loads(self.to_json())
+        return value  # type: ignore[no-any-return]
 
     def to_json(self) -> str:
-        """The exact text the original writes: compact, insertion order, non-ASCII raw."""
+        """The exact text the original writes: ``JSON.stringify`` of its maps as pair lists."""
         value = [
-            [index, [entry.edit_type, list(entry.blocks.items())]]
-            for index, entry in self._entries.items()
+            [key, [entry.edit_type, list(entry.blocks.items())]]
+            for key, entry in self._entries.items()
         ]
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        return dumps(value, exotic=self._exotic)
 
     @classmethod
     def from_json(cls, text: str) -> OverwriteStore:
-        """Parse the original's ``context_history.json``; raise :class:`CorruptStoreError` if unusable."""
+        """Load ``context_history.json`` text; raise :class:`CorruptStoreError` if unusable."""
         try:
-            value = json.loads(text)
+            value, exotic = loads(text)
+        except RecursionError:
+            raise CorruptStoreError("JSON nested too deeply") from None
         except ValueError as error:
             raise CorruptStoreError(f"not JSON: {error}") from None
-        return cls.from_json_value(value)
+        return cls._build(value, exotic)
 
     @classmethod
     def from_json_value(cls, value: Any) -> OverwriteStore:
-        """Build a store from parsed JSON in the nested layout, as the original's loader reads it.
+        """Build a store from parsed JSON (copied), as the original's loader reads it.
 
-        The original rebuilds its maps from ``[key, value]`` pairs (a repeated key keeps its first
-        position and takes the later value) and ignores extra elements; anything else makes it
-        start empty, which here raises :class:`CorruptStoreError` naming the place.
+        The loader destructures each item as ``[messageIndex, [editType, pairs]]`` and rebuilds
+        the block map with ``new Map(pairs)``: a repeated key keeps its first position and takes
+        the later value, extra elements are ignored, missing ones read as undefined (written back
+        as ``null``), and missing or null ``pairs`` give an empty map. Whatever makes that throw
+        raises :class:`CorruptStoreError` naming the place, as the original then starts empty.
         """
-        value = _js_numbers(value)
+        try:
+            normalized, exotic = normalize(value)
+        except TypeError as error:
+            raise CorruptStoreError(f"not a JSON value: {error}") from None
+        return cls._build(normalized, exotic)
+
+    @classmethod
+    def _build(cls, value: Any, exotic: bool) -> OverwriteStore:
         if not isinstance(value, list):
             raise CorruptStoreError(f"top level: expected a list, got {_kind(value)}")
         store = cls()
         for position, item in enumerate(value):
             where = f"[{position}]"
-            if not isinstance(item, list) or len(item) < 2:
-                raise CorruptStoreError(f"{where}: expected [messageIndex, [editType, blocks]]")
-            message_index, body = item[0], item[1]
-            if not isinstance(body, list) or len(body) < 2:
-                raise CorruptStoreError(f"{where}[1]: expected [editType, blocks]")
-            _check_key(message_index, f"{where}[0]")
-            edit_type, pairs = body[0], body[1]
-            if not isinstance(pairs, list):
-                raise CorruptStoreError(f"{where}[1][1]: expected a list of [blockIndex, updates]")
-            blocks: dict[Any, list[Any]] = {}
-            for block_position, pair in enumerate(pairs):
-                pair_where = f"{where}[1][1][{block_position}]"
-                if not isinstance(pair, list) or len(pair) < 2:
-                    raise CorruptStoreError(f"{pair_where}: expected [blockIndex, updates]")
-                _check_key(pair[0], f"{pair_where}[0]")
-                if not isinstance(pair[1], list):
-                    raise CorruptStoreError(f"{pair_where}[1]: expected a list of updates")
-                blocks[pair[0]] = pair[1]
-            store._entries[message_index] = _Entry(edit_type, blocks)
+            message_index, body = _destructure(item, where, _ITEM)
+            if body is UNDEFINED:
+                raise CorruptStoreError(
+                    f"{where}: expected {_ITEM}, got {_kind(item)} of length {len(item)}"
+                )
+            edit_type, pairs = _destructure(body, f"{where}[1]", "[editType, blocks]")
+            blocks, odd_blocks = _new_map(pairs, f"{where}[1][1]")
+            key, odd_key = map_key(message_index)
+            store._entries[key] = _Entry(None if edit_type is UNDEFINED else edit_type, blocks)
+            exotic = exotic or odd_blocks or odd_key
+        store._exotic = exotic
         return store
 
 
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+_ITEM = "[messageIndex, [editType, blocks]]"
 
 
-def _check_key(key: Any, where: str) -> None:
-    # JSON keys that Python can hold in a dict; the original only ever writes integers.
-    if not isinstance(key, int | float | str | bool) and key is not None:
-        raise CorruptStoreError(f"{where}: expected an index, got {_kind(key)}")
+def _destructure(value: Any, where: str, shape: str) -> tuple[Any, Any]:
+    """JavaScript's ``const [a, b] = value``: any iterable (a list, or a string by code points)."""
+    if isinstance(value, list | str):
+        items = list(value[:2])
+        items += [UNDEFINED] * (2 - len(items))
+        return items[0], items[1]
+    if value is UNDEFINED:
+        raise CorruptStoreError(f"{where}: missing, expected {shape}")
+    raise CorruptStoreError(f"{where}: expected {shape}, got {_kind(value)}")
 
 
-def _js_numbers(value: Any) -> Any:
-    """Integral floats become ints, as JavaScript reads and writes them (``2.0`` -> ``2``)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+def _new_map(pairs: Any, where: str) -> tuple[dict[Any, Any], bool]:
+    """JavaScript's ``new Map(pairs)``, and whether any key is exotic."""
+    blocks: dict[Any, Any] = {}
+    exotic = False
+    if pairs is UNDEFINED or pairs is None or pairs == "":
+        return blocks, exotic
+    if not isinstance(pairs, list):
+        raise CorruptStoreError(
+            f"{where}: expected a list of [blockIndex, updates], got {_kind(pairs)}"
+        )
+    for position, pair in enumerate(pairs):
+        if isinstance(pair, list):
+            key = pair[0] if pair else UNDEFINED
+            updates = pair[1] if len(pair) > 1 else None
+        elif isinstance(pair, dict):  # an object works too: its "0" and "1" properties
+            key = pair.get("0", UNDEFINED)
+            updates = pair.get("1")
+        else:
+            raise CorruptStoreError(
+                f"{where}[{position}]: expected [blockIndex, updates], got {_kind(pair)}"
+            )
+        block_key, odd = map_key(key)
+        blocks[block_key] = updates
+        exotic = exotic or odd
+    return blocks, exotic
+
+
+def _is_after(update: Any, timestamp: float) -> bool:
+    """JavaScript's ``update[0] > timestamp`` (a comparison with NaN is false)."""
+    if isinstance(update, list | str):  # a string's [0] is its first character
+        stamp = update[0] if update else UNDEFINED
+    elif isinstance(update, dict):
+        stamp = update.get("0", UNDEFINED)
+    else:
+        return False  # a number has no [0]; null would make the original throw
+    if type(stamp) is int:
+        return stamp > timestamp
+    return to_number(stamp) > timestamp
+
+
+def _record_key(index: Any) -> tuple[Any, bool]:
+    value, odd_value = normalize(index)  # refuses what JSON cannot hold; 2.0 becomes 2
+    key, odd_key = map_key(value)
+    return key, odd_value or odd_key
+
+
+def _lookup(index: Any) -> Any:
+    """The dict key an index is found under (``True`` must not find ``1``; a list finds nothing)."""
+    key, _ = map_key(index)
+    return key
+
+
+def _plain(key: Any) -> Any:
+    if isinstance(key, OpaqueKey):
+        return _clone(key.value)
+    return None if key is UNDEFINED else key
+
+
+def _typed(updates: Any) -> tuple[Update, ...]:
+    return tuple(Update.of(raw) for raw in updates) if isinstance(updates, list) else ()
+
+
+def _clone(value: Any) -> Any:
+    """A copy of a JSON value sharing no list or dict with it."""
     if isinstance(value, list):
-        return [_js_numbers(item) for item in value]
+        return [_clone(item) for item in value]
     if isinstance(value, dict):
-        return {key: _js_numbers(item) for key, item in value.items()}
+        return {key: _clone(item) for key, item in value.items()}
     return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "an object"
+    return "a list" if isinstance(value, list) else type(value).__name__

@@ -3,14 +3,15 @@
 A write goes to a temporary file in the same folder, is flushed and fsynced, then renamed over the
 target with ``os.replace`` (atomic on POSIX and Windows), and the folder is fsynced where the
 platform allows. A reader therefore sees the old file or the new one, never a mix, even when the
-writer is killed mid-write.
+writer is killed mid-write. A writer killed before its rename leaves its temporary file behind;
+loading the folder removes such leftovers once they are an hour old.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 import time
 from dataclasses import dataclass
 from enum import StrEnum
@@ -28,14 +29,17 @@ __all__ = [
 
 CONTEXT_HISTORY_FILE = "context_history.json"
 
+_STALE_AFTER = 3600.0  # seconds; a live writer renames its temporary file long before this
+
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Replace the file at ``path`` with ``text`` (UTF-8) atomically; raise ``OSError`` on failure."""
+    """Replace the file at ``path`` with ``text`` (UTF-8) atomically; raise ``OSError`` on failure.
+
+    The new file gets the permissions a plain write would give it (0o666 less the umask).
+    """
     target = Path(path)
-    data = text.encode("utf-8", "surrogatepass")
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
-    )
+    data = text.encode("utf-8")
+    temporary, descriptor = _create_temporary(target)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
@@ -47,6 +51,20 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
             os.unlink(temporary)
         raise
     _fsync_folder(target.parent)
+
+
+def _temporary_glob(target: Path) -> str:
+    return f".{target.name}.*.tmp"
+
+
+def _create_temporary(target: Path) -> tuple[Path, int]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return temporary, os.open(temporary, flags, 0o666)
+        except FileExistsError:  # pragma: no cover - 48 random bits
+            continue
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -61,6 +79,16 @@ def _fsync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(descriptor)
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Delete temporary files that killed writers left beside ``target``; best effort."""
+    cutoff = time.time() - _STALE_AFTER
+    with contextlib.suppress(OSError):
+        for leftover in target.parent.glob(_temporary_glob(target)):
+            with contextlib.suppress(OSError):
+                if leftover.stat().st_mtime < cutoff:
+                    leftover.unlink()
 
 
 class LoadStatus(StrEnum):
@@ -90,11 +118,14 @@ class LoadReport:
 def load_store(task_dir: str | os.PathLike[str]) -> tuple[OverwriteStore, LoadReport]:
     """Read ``context_history.json`` from ``task_dir``; never raises.
 
-    A missing file gives an empty store. A file that is not JSON, or not the original's nested
-    layout, also gives an empty store (the original silently starts empty), but is renamed to
-    ``context_history.json.corrupt-<ms>`` so the next save cannot overwrite it, and reported.
+    A missing file gives an empty store. The text is decoded as the original reads it (invalid
+    UTF-8 becomes U+FFFD). A file the original cannot load (not JSON, or not its layout) also
+    gives an empty store, as in the original, but is renamed to
+    ``context_history.json.corrupt-<ms>`` (never over an earlier one) so the next save cannot
+    overwrite it, and reported.
     """
     path = Path(task_dir) / CONTEXT_HISTORY_FILE
+    _remove_stale_temporaries(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -102,12 +133,36 @@ def load_store(task_dir: str | os.PathLike[str]) -> tuple[OverwriteStore, LoadRe
     except OSError as error:
         return OverwriteStore(), LoadReport(LoadStatus.UNREADABLE, path, str(error))
     try:
-        store = OverwriteStore.from_json(raw.decode("utf-8"))
-    except (UnicodeDecodeError, CorruptStoreError) as error:
-        aside = path.with_name(f"{path.name}.corrupt-{time.time_ns() // 1_000_000}")
-        try:
-            os.replace(path, aside)
-        except OSError:
-            aside = None  # type: ignore[assignment]
+        store = OverwriteStore.from_json(raw.decode("utf-8", "replace"))
+    except CorruptStoreError as error:
+        aside = _set_aside(path)
         return OverwriteStore(), LoadReport(LoadStatus.CORRUPT, path, str(error), aside)
     return store, LoadReport(LoadStatus.LOADED, path)
+
+
+def _set_aside(path: Path) -> Path | None:
+    """Rename ``path`` to a ``.corrupt-<ms>`` name no other file has; None if it cannot be moved."""
+    stamp = time.time_ns() // 1_000_000
+    for attempt in range(100):
+        suffix = f".corrupt-{stamp}" if attempt == 0 else f".corrupt-{stamp}-{attempt}"
+        aside = path.with_name(path.name + suffix)
+        try:
+            os.link(path, aside)  # fails if the name is taken, unlike a rename on POSIX
+        except FileExistsError:
+            continue
+        except OSError:  # no hard links here: rename, after checking the name is free
+            if aside.exists():
+                continue
+            try:
+                os.rename(path, aside)
+            except OSError:
+                return None
+            return aside
+        try:
+            os.unlink(path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(aside)
+            return None
+        return aside
+    return None
