@@ -7,6 +7,17 @@ import importlib
 import windowkeeper
 
 EXPECTED = {
+    "usage_from_sdk",
+    "model_window",
+    "lookup_model",
+    "UnknownModelWarning",
+    "TokenCounter",
+    "Prepared",
+    "ModelTableError",
+    "ModelInfo",
+    "ContextSession",
+    "Checkpoint",
+    "CalibratedEstimator",
     "ClineReadDetector",
     "Compaction",
     "ContextManager",

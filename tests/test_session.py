@@ -300,3 +300,23 @@ class TestInput:
         assert prepared.preflight_acted
         assert prepared.replaced_reads == 2
         assert DUPLICATE_READ_NOTICE in json.dumps(prepared.messages)
+
+
+class TestModel:
+    def test_model_sets_the_window(self) -> None:
+        """A known model id gives its window from the shipped table."""
+        session = ContextSession(model="claude-sonnet-4-5-20250929")
+        assert session.window.context_window == 200_000
+        assert session.window.max_allowed_size == 160_000
+
+    def test_unknown_model_falls_back_with_a_warning(self) -> None:
+        """An unknown model gets the original's default window, and says so."""
+        from windowkeeper import UnknownModelWarning
+
+        with pytest.warns(UnknownModelWarning, match="no-such-model"):
+            session = ContextSession(model="no-such-model")
+        assert session.window.context_window == 128_000
+
+    def test_explicit_window_wins(self) -> None:
+        """An explicit window is used as given."""
+        assert ContextSession(64_000, model="claude-sonnet-4-5").window.context_window == 64_000

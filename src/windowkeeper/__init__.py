@@ -17,9 +17,13 @@ from ._errors import (
 from .compaction import Compaction, compact_conversation_for_context_window
 from .file_reads import ClineReadDetector, ReadDetector
 from .manager import ContextManager, ContextResult, FileReadOptimization
+from .models import ModelInfo, ModelTableError, UnknownModelWarning, lookup_model, model_window
 from .overwrites import CorruptStoreError, EditType, OverwriteStore, Update
 from .pairing import Violation, ensure_tool_results_follow_tool_use, validate_messages
+from .sdk import usage_from_sdk
+from .session import Checkpoint, ContextSession, Prepared
 from .storage import LoadReport, LoadStatus
+from .tokens import CalibratedEstimator, TokenCounter
 from .truncation import Keep
 from .usage import TokenUsage
 from .window import ContextWindowInfo, context_window_info
@@ -27,11 +31,14 @@ from .window import ContextWindowInfo, context_window_info
 __version__ = "0.1.0"
 
 __all__ = [
+    "CalibratedEstimator",
+    "Checkpoint",
     "ClineReadDetector",
     "Compaction",
     "ContextManager",
     "ContextOverflowError",
     "ContextResult",
+    "ContextSession",
     "ContextWindowInfo",
     "CorruptStoreError",
     "EditType",
@@ -42,10 +49,15 @@ __all__ = [
     "LoadReport",
     "LoadStatus",
     "MalformedMessageError",
+    "ModelInfo",
+    "ModelTableError",
     "OverwriteStore",
+    "Prepared",
     "ReadDetector",
     "TaskFolderError",
+    "TokenCounter",
     "TokenUsage",
+    "UnknownModelWarning",
     "Update",
     "Violation",
     "WindowkeeperError",
@@ -53,5 +65,8 @@ __all__ = [
     "compact_conversation_for_context_window",
     "context_window_info",
     "ensure_tool_results_follow_tool_use",
+    "lookup_model",
+    "model_window",
+    "usage_from_sdk",
     "validate_messages",
 ]

@@ -7,7 +7,10 @@
     ├── InvalidUsageError (+ ValueError)        token usage that cannot be read
     ├── InvalidRangeError (+ ValueError)        a deleted range that is not two integers
     ├── TaskFolderError (+ ValueError)          a task-folder file that cannot be read, with file and JSON path
-    └── ContextOverflowError                    nothing can make the request fit the window
+    ├── ContextOverflowError                    nothing can make the request fit the window
+    ├── CorruptStoreError (+ ValueError)        context_history.json not in the original's layout (overwrites)
+    ├── ModelTableError (+ ValueError)          a model table entry that cannot be read (models)
+    └── UnknownModelWarning (+ UserWarning)     a model id no table knows: 128 000 tokens assumed (models)
 
 The builtin mixed in lets callers catch the error they already expect (``ValueError``) as
 well as ours.

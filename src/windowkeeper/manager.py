@@ -24,10 +24,10 @@ from .file_reads import (
 from .messages import CheckMemo, Message, block_text
 from .notices import CONTINUE_NOTICE, TRUNCATION_NOTICE
 from .overwrites import EditType, OverwriteStore, text_update
+from .pairing import RepairMemo
 from .storage import CONTEXT_HISTORY_FILE, LoadReport, atomic_write_text, load_store
 from .truncation import DeletedRange, Keep, check_range, next_range, visible_start
 from .usage import UsageLike, _as_usage, _as_window_info, should_compact
-from .pairing import RepairMemo
 from .visible import truncated_messages
 from .window import ContextWindowInfo
 

@@ -18,8 +18,8 @@ from ._errors import MalformedMessageError
 
 __all__ = [
     "ROLES",
-    "ImageBlock",
     "CheckMemo",
+    "ImageBlock",
     "Message",
     "MessageDict",
     "TextBlock",

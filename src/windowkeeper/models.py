@@ -67,7 +67,7 @@ class ModelTableError(WindowkeeperError, ValueError):
         self.problem = problem
 
 
-class UnknownModelWarning(UserWarning):
+class UnknownModelWarning(WindowkeeperError, UserWarning):  # noqa: N818 - a warning, not an error
     """:func:`model_window` was given a model id no table knows; 128 000 tokens are assumed."""
 
 

@@ -32,6 +32,7 @@ from .clipping import MIN_KEPT_CHARS, Clip, apply_clips, clippable_blocks
 from .file_reads import ReadDetector
 from .manager import ContextManager
 from .messages import Message, check_message
+from .models import model_window
 from .notices import TRUNCATION_NOTICE
 from .overwrites import OverwriteStore
 from .sdk import usage_from_sdk
@@ -98,7 +99,9 @@ class _State:
 class ContextSession:
     """One task's conversation, kept within ``context_window`` on every request.
 
-    ``context_window`` is an int (tokens) or a :class:`ContextWindowInfo`; ``counter`` estimates
+    ``context_window`` is an int (tokens) or a :class:`ContextWindowInfo`; without it, ``model``
+    looks the window up in the shipped model table (:func:`windowkeeper.model_window`: an unknown
+    model gets the original's 128 000 with an :class:`UnknownModelWarning`); ``counter`` estimates
     request sizes (default: :class:`~windowkeeper.tokens.CalibratedEstimator`, calibrated from the
     usage you record); ``detector`` finds duplicate reads; ``task_dir`` persists everything;
     ``clock`` returns milliseconds since the epoch (injectable for tests).
@@ -110,17 +113,19 @@ class ContextSession:
         self,
         context_window: int | ContextWindowInfo | None = None,
         *,
+        model: str | None = None,
         task_dir: str | os.PathLike[str] | None = None,
         counter: TokenCounter | None = None,
         detector: ReadDetector | None = None,
         max_output_tokens: int = 0,
         clock: Callable[[], int] | None = None,
     ) -> None:
-        self._info = (
-            context_window
-            if isinstance(context_window, ContextWindowInfo)
-            else context_window_info(context_window)
-        )
+        if isinstance(context_window, ContextWindowInfo):
+            self._info = context_window
+        elif context_window is None and model is not None:
+            self._info = model_window(model)
+        else:
+            self._info = context_window_info(context_window)
         self._task_dir = Path(task_dir) if task_dir is not None else None
         self._counter: TokenCounter = counter if counter is not None else CalibratedEstimator()
         self._manager = ContextManager(detector=detector)
