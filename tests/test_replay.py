@@ -357,6 +357,7 @@ class TestLoadTrace:
         ("text", "message"),
         [
             ("{not json", "not JSON"),
+            ("[]", "holds no messages"),
             ('{"a": 1}', "expected a list of messages"),
             ('[{"role": "robot", "content": "x"}]', r"messages\[0\]\.role"),
             (

@@ -33,7 +33,8 @@ def plot_replays(
 
     The window and ``max_allowed_size`` are horizontal lines; truncations are marked with a
     triangle, requests that replaced file reads with a circle, overflows with a cross; the tokens
-    the trace recorded, when it did, are a grey line. All replays must share one window.
+    the trace recorded (of the requests it made, whatever the policy replayed), when it did, are
+    a dotted grey line. All replays must share one window.
     """
     if not replays:
         raise ValueError("nothing to plot: no replay given")
@@ -44,7 +45,7 @@ def plot_replays(
         recorded = [
             (record.index, record.reported_tokens)
             for record in replays[0].requests
-            if record.reported_tokens is not None
+            if record.reported_tokens  # a request recorded as 0 tokens failed: no point for it
         ]
         if recorded:
             axes.plot(

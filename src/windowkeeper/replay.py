@@ -490,7 +490,7 @@ def _timestamp(
     else the request's number (a replay needs only the order)."""
     if earlier is not None and earlier.ts is not None:
         return earlier.ts
-    ts = history[length - 1].get("ts")
+    ts = history[length - 1].get("ts") if length else None
     if isinstance(ts, int) and not isinstance(ts, bool):
         return ts
     return number + 1

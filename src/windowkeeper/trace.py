@@ -84,8 +84,17 @@ class Trace:
 
 
 def load_trace(path: str | os.PathLike[str], format: str | None = None) -> Trace:
-    """Load ``path`` as a :class:`Trace`; ``format`` (a :class:`TraceFormat` value) skips detection."""
-    source = Path(path)
+    """Load ``path`` as a :class:`Trace`; ``format`` (a :class:`TraceFormat` value) skips detection.
+
+    A trace without any message is refused: there is nothing to inspect or send.
+    """
+    trace = _load(Path(path), format)
+    if not trace.history:
+        raise TraceError(f"{trace.path}: holds no messages")
+    return trace
+
+
+def _load(source: Path, format: str | None) -> Trace:
     if not source.exists():
         raise TraceError(f"{source}: no such file or folder")
     kind = None if format is None else _format(format)
