@@ -16,7 +16,7 @@ from windowkeeper import (
     TokenUsage,
     validate_messages,
 )
-from windowkeeper.notices import DUPLICATE_READ_NOTICE, TRUNCATION_NOTICE
+from windowkeeper.notices import TRUNCATION_NOTICE
 from windowkeeper.session import ContextSession
 
 
@@ -299,7 +299,9 @@ class TestInput:
         prepared = session.prepare()
         assert prepared.preflight_acted
         assert prepared.replaced_reads == 2
-        assert DUPLICATE_READ_NOTICE in json.dumps(prepared.messages)
+        sent = json.dumps(prepared.messages)
+        assert "an older copy of 'a.py' was removed here" in sent
+        assert "the latest copy is in message 6" in sent
 
 
 class TestModel:

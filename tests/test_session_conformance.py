@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import TokenUsage
+from windowkeeper import ClineReadDetector, TokenUsage
 from windowkeeper.session import ContextSession, place_truncation_notice
 
 from .test_conformance import ALL_VECTORS, _expand, _resolve
@@ -87,7 +87,11 @@ def replay(vector: dict[str, Any]) -> int:
             break
         if session is None:
             session = ContextSession(
-                step["context_window"], counter=SilentCounter(), clock=lambda: clock["now"]
+                step["context_window"],
+                counter=SilentCounter(),
+                detector=ClineReadDetector(),
+                place_results=False,
+                clock=lambda: clock["now"],
             )
             session.extend(history)
         session.window = step["context_window"]

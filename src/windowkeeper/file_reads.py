@@ -9,13 +9,13 @@ each path, an update in the overwrite store; the history itself is never touched
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .messages import Message, block_text, utf16_len
 from .notices import DUPLICATE_READ_NOTICE
-from .overwrites import EditType, OverwriteStore, Update, text_update
+from .overwrites import CONTENT, TEXT, EditType, OverwriteStore, Update, text_update
 from .truncation import DeletedRange, visible_start
 
 __all__ = [
@@ -52,6 +52,7 @@ class Sighting:
     search_text: str  # for mentions: the text to replace inside the block; else ""
     replacement: str  # for mentions: the replacement of search_text; else the whole new text
     block_index: int
+    kind: str = TEXT  # the update kind recorded: the original's "text", or "content"
 
 
 @dataclass(slots=True)
@@ -163,9 +164,15 @@ def _scan_tool_header(result: ReadScan, index: int, content: list[Any], text: st
 
 
 def _scan_mentions(
-    result: ReadScan, index: int, content: list[Any], already_replaced: list[Any]
+    result: ReadScan,
+    index: int,
+    content: list[Any],
+    already_replaced: list[Any],
+    *,
+    blocks: int = _MENTION_BLOCKS,
+    key: Callable[[str], str] = str,
 ) -> None:
-    for position in range(min(len(content), _MENTION_BLOCKS)):
+    for position in range(min(len(content), blocks)):
         text = block_text(content[position])
         if text is None:
             continue
@@ -174,10 +181,11 @@ def _scan_mentions(
             continue
         paths: list[str] = []
         for match in matches:
-            path = match.group(1)
+            raw = match.group(1)
+            path = key(raw)
             paths.append(path)
             if path not in already_replaced:
-                replacement = f'<file_content path="{path}">{DUPLICATE_READ_NOTICE}</file_content>'
+                replacement = f'<file_content path="{raw}">{DUPLICATE_READ_NOTICE}</file_content>'
                 sighting = Sighting(
                     index, EditType.FILE_MENTION, match.group(0), replacement, position
                 )
@@ -240,7 +248,7 @@ def apply_read_replacements(
             index = sighting.message_index
             altered.add(index)
             if sighting.edit_type != EditType.FILE_MENTION:
-                update = text_update(timestamp, sighting.replacement)
+                update = text_update(timestamp, sighting.replacement, kind=sighting.kind)
                 store.record(index, sighting.edit_type, sighting.block_index, update)
                 continue
             work = mentions.get(index)
@@ -313,6 +321,8 @@ def _count_message(
     has_entry = index in store
     for block_index, block in enumerate(content):
         text = block_text(block)
+        if text is None and has_entry:
+            text = _replaced_content(block, store.latest(index, block_index))
         if text is not None:
             updates = store.updates(index, block_index) if has_entry else []
             if not updates:
@@ -332,6 +342,17 @@ def _count_message(
     return total, saved
 
 
+def _replaced_content(block: Any, latest: Update | None) -> str | None:
+    """The string content of a tool_result that a "content" update replaced (only those count:
+    the original never counts string contents)."""
+    if latest is None or latest.kind != CONTENT or not isinstance(block, dict):
+        return None
+    content = block.get("content")
+    return content if block.get("type") == "tool_result" and isinstance(content, str) else None
+
+
 def _update_length(update: Update) -> int:
-    text = update.text
-    return utf16_len(text) if text is not None else 0
+    # The original measures the stored text whatever the update's kind.
+    content = update.content
+    text = content[0] if isinstance(content, list) and content else None
+    return utf16_len(text) if isinstance(text, str) else 0

@@ -29,6 +29,7 @@ __all__ = [
     "check_history",
     "check_message",
     "utf16_len",
+    "with_block_content",
     "with_block_text",
 ]
 
@@ -125,6 +126,25 @@ def with_block_text(block: Any, text: str) -> Any:
             first = inner[0]
             if isinstance(first, dict) and first.get("type") == "text":
                 return {**block, "content": [{**first, "text": text}, *inner[1:]]}
+    return block
+
+
+def with_block_content(block: Any, text: str) -> Any:
+    """A copy of ``block`` whose whole content is ``text``; the block itself when it has none.
+
+    A ``text`` block gets its ``text`` replaced; a ``tool_result`` keeps its id and flags and gets
+    ``text`` as its content (a string if it was one, else a one-text-block list), so pairing with
+    its tool_use is untouched.
+    """
+    if not isinstance(block, dict):
+        return block
+    kind = block.get("type")
+    if kind == "text":
+        return {**block, "text": text}
+    if kind == "tool_result":
+        if isinstance(block.get("content"), str):
+            return {**block, "content": text}
+        return {**block, "content": [{"type": "text", "text": text}]}
     return block
 
 

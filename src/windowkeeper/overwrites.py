@@ -26,7 +26,9 @@ from typing import Any
 from ._errors import WindowkeeperError
 from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
 
-__all__ = ["Block", "CorruptStoreError", "EditType", "Entry", "OverwriteStore", "Update"]
+__all__ = [
+    "CONTENT",
+    "TEXT","Block", "CorruptStoreError", "EditType", "Entry", "OverwriteStore", "Update"]
 
 
 class CorruptStoreError(WindowkeeperError, ValueError):
@@ -60,6 +62,14 @@ class Update:
             return first if isinstance(first, str) else None
         return None
 
+    @property
+    def new_text(self) -> str | None:
+        """The text this update puts in its block: that of a "text" or a "content" update."""
+        if self.kind in (TEXT, CONTENT) and isinstance(self.content, list) and self.content:
+            first = self.content[0]
+            return first if isinstance(first, str) else None
+        return None
+
     @classmethod
     def of(cls, raw: Any) -> Update:
         """View a stored JSON value as an update; missing parts read as None."""
@@ -85,9 +95,21 @@ class Entry:
     blocks: tuple[Block, ...]
 
 
-def text_update(timestamp: int, text: str, metadata: list[Any] | None = None) -> list[Any]:
-    """The JSON value of a "text" update."""
-    return [timestamp, "text", [text], [] if metadata is None else metadata]
+TEXT = "text"
+"""The original's update kind: sets the block's text (a text block, or the first text of a
+tool_result whose content is a list)."""
+
+CONTENT = "content"
+"""windowkeeper's update kind for whole contents: a text block's text, or a tool_result's entire
+content (string or list). The original keeps such updates on load and save but applies only
+"text", so Cline ignores them."""
+
+
+def text_update(
+    timestamp: int, text: str, metadata: list[Any] | None = None, kind: str = TEXT
+) -> list[Any]:
+    """The JSON value of a "text" (or ``kind``) update."""
+    return [timestamp, kind, [text], [] if metadata is None else metadata]
 
 
 class _Entry:

@@ -33,6 +33,8 @@ from .file_reads import ReadDetector
 from .manager import ContextManager
 from .messages import Message, check_message
 from .models import model_window
+from .native_reads import NativeReadDetector
+from .native_results import ResultPlacer
 from .notices import TRUNCATION_NOTICE
 from .overwrites import OverwriteStore
 from .sdk import usage_from_sdk
@@ -103,7 +105,10 @@ class ContextSession:
     looks the window up in the shipped model table (:func:`windowkeeper.model_window`: an unknown
     model gets the original's 128 000 with an :class:`UnknownModelWarning`); ``counter`` estimates
     request sizes (default: :class:`~windowkeeper.tokens.CalibratedEstimator`, calibrated from the
-    usage you record); ``detector`` finds duplicate reads; ``task_dir`` persists everything;
+    usage you record); ``detector`` finds duplicate reads (default:
+    :class:`~windowkeeper.native_reads.NativeReadDetector`, every block and native tool calls;
+    pass :class:`~windowkeeper.ClineReadDetector` for the original's); ``place_results`` sends
+    Cline's text-block tool results inside their tool_result blocks; ``task_dir`` persists everything;
     ``clock`` returns milliseconds since the epoch (injectable for tests).
 
     Not thread-safe: one session per task. Sessions share nothing mutable with each other.
@@ -118,6 +123,7 @@ class ContextSession:
         counter: TokenCounter | None = None,
         detector: ReadDetector | None = None,
         max_output_tokens: int = 0,
+        place_results: bool = True,
         clock: Callable[[], int] | None = None,
     ) -> None:
         if isinstance(context_window, ContextWindowInfo):
@@ -128,7 +134,10 @@ class ContextSession:
             self._info = context_window_info(context_window)
         self._task_dir = Path(task_dir) if task_dir is not None else None
         self._counter: TokenCounter = counter if counter is not None else CalibratedEstimator()
-        self._manager = ContextManager(detector=detector)
+        self._manager = ContextManager(
+            detector=detector if detector is not None else NativeReadDetector()
+        )
+        self._placer = ResultPlacer() if place_results else None
         self._max_output_tokens = max_output_tokens
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
         self._history: list[Message] = []
@@ -327,7 +336,9 @@ class ContextSession:
         return None
 
     def _view(self) -> list[Message]:
-        return apply_clips(self._history, self._state.clips) if self._state.clips else self._history
+        """The history as the manager sees it: text results placed, oversized results clipped."""
+        view = self._placer.place(self._history) if self._placer is not None else self._history
+        return apply_clips(view, self._state.clips) if self._state.clips else view
 
     def _set_range(self, deleted_range: DeletedRange | None) -> None:
         self._state.deleted_range = deleted_range

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .messages import Message, with_block_text
+from .messages import Message, with_block_content, with_block_text
 from .notices import STRIPPED_RESULTS_NOTICE
-from .overwrites import OverwriteStore, Update
+from .overwrites import CONTENT, OverwriteStore, Update
 from .pairing import RepairMemo, ensure_tool_results_follow_tool_use
 from .truncation import FIRST_KEPT, DeletedRange, visible_start
 
@@ -91,7 +91,8 @@ def _with_overwrites(
     for block_index, updates in store.block_updates(index):
         if not updates:
             continue
-        text = Update.of(updates[-1]).text
+        latest = Update.of(updates[-1])
+        text = latest.new_text
         if text is None:
             continue
         target = block_index if positions is None else positions.get(block_index)
@@ -102,7 +103,8 @@ def _with_overwrites(
         ):
             continue
         current = new_content if new_content is not None else content
-        block = with_block_text(current[target], text)
+        setter = with_block_content if latest.kind == CONTENT else with_block_text
+        block = setter(current[target], text)
         if block is not current[target]:
             if new_content is None:
                 new_content = list(content)
