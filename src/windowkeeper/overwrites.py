@@ -27,8 +27,15 @@ from ._errors import WindowkeeperError
 from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
 
 __all__ = [
+    "Block",
     "CONTENT",
-    "TEXT","Block", "CorruptStoreError", "EditType", "Entry", "OverwriteStore", "Update"]
+    "CorruptStoreError",
+    "EditType",
+    "Entry",
+    "OverwriteStore",
+    "TEXT",
+    "Update",
+]
 
 
 class CorruptStoreError(WindowkeeperError, ValueError):
