@@ -27,13 +27,13 @@ from ._errors import WindowkeeperError
 from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
 
 __all__ = [
-    "Block",
     "CONTENT",
+    "TEXT",
+    "Block",
     "CorruptStoreError",
     "EditType",
     "Entry",
     "OverwriteStore",
-    "TEXT",
     "Update",
 ]
 
