@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .file_reads import ClineReadDetector, ReadDetector
 from .messages import Message
+from .native_reads import NativeReadDetector
 from .overwrites import EditType, OverwriteStore
 from .pairing import Violation, validate_messages
 from .trace import Trace
@@ -51,7 +51,7 @@ class Inspection:
     format: str
     roles: dict[str, int]  # messages per role
     tool_calls: dict[str, int]  # tool_use blocks per tool name, most used first
-    file_reads: dict[str, int]  # copies of each file's contents, as the read detector sees them
+    file_reads: dict[str, int]  # copies of each file's contents (normalized path), every block
     usage: UsageStats
     deleted_range: DeletedRange | None  # stored by Cline for the task
     overwrite_entries: int  # messages with stored overwrites (context_history.json)
@@ -94,11 +94,15 @@ class Inspection:
         }
 
 
-def inspect_trace(trace: Trace, *, detector: ReadDetector | None = None) -> Inspection:
-    """Count what ``trace`` holds; file reads are found by ``detector`` (default: the original's)."""
+def inspect_trace(trace: Trace, *, detector: NativeReadDetector | None = None) -> Inspection:
+    """Count what ``trace`` holds.
+
+    File reads are found by ``detector`` (default: the session's, which sees Cline's headers and
+    native tool reads in every block, and file mentions), over the whole history.
+    """
     history = list(trace.history)
-    scan = (detector or ClineReadDetector()).scan(history, 0, OverwriteStore())
-    reads = {path: len(sightings) for path, sightings in scan.reads.items()}
+    copies = (detector or NativeReadDetector()).copies(history, 0, OverwriteStore())
+    reads = {path: len(found) for path, found in copies.items()}
     return Inspection(
         source=str(trace.path),
         format=trace.format.value,
