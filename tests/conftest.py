@@ -6,8 +6,19 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 _CHECKOUT = Path(__file__).resolve().parent.parent
+
+# Property tests run on shared 2-core machines: no per-example deadline, no "generation is slow"
+# health check (a busy machine trips it), and in CI a fixed seed so a run is reproducible.
+settings.register_profile(
+    "windowkeeper",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    derandomize=os.environ.get("CI") == "true",
+)
+settings.load_profile("windowkeeper")
 
 
 def shared_path(*parts: str) -> Path:
