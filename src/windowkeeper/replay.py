@@ -94,9 +94,8 @@ class Sent:
     deleted_range: DeletedRange | None
     truncated: bool  # the deleted range grew for this request
     replaced_reads: int  # older copies of file contents replaced for this request
-    overflow_estimate: int | None = (
-        None  # set when the policy gave up: its estimate of the smallest request
-    )
+    overflow_estimate: int | None = None
+    """Set when nothing could make the request fit: the policy's estimate of the smallest one."""
 
 
 class Policy(Protocol):
