@@ -151,6 +151,14 @@ class TestWindowkeeperPolicy:
         cline = replay(history, window=WINDOW, policy="cline", usage="estimated")
         assert cline.summary.overflows > 0
 
+    def test_a_request_nothing_can_shrink_is_an_overflow(self) -> None:
+        """When even the task alone exceeds the window, the session's estimate is recorded as an overflow."""
+        history = conversation(3)
+        history[0] = {"role": "user", "content": [{"type": "text", "text": "x" * 30_000}]}
+        result = replay(history, window=5_000, policy="windowkeeper", usage="estimated")
+        assert result.summary.overflows == result.summary.requests == 4
+        assert all(record.estimated_tokens > 5_000 for record in result.requests)
+
     def test_requests_keep_tool_calls_paired(self) -> None:
         """What the session sends keeps every tool_use answered."""
         history = long_conversation()
