@@ -322,3 +322,88 @@ class TestModel:
     def test_explicit_window_wins(self) -> None:
         """An explicit window is used as given."""
         assert ContextSession(64_000, model="claude-sonnet-4-5").window.context_window == 64_000
+
+
+def openai_turns(count: int, size: int) -> list[dict[str, Any]]:
+    """An OpenAI Chat Completions conversation with parallel tool calls and tool messages."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Refactor the service."},
+    ]
+    for turn in range(count):
+        calls = [
+            {
+                "id": f"call_{turn}_{n}",
+                "type": "function",
+                "function": {
+                    "name": "read_file",
+                    "arguments": json.dumps({"path": f"f{turn}_{n}.py"}),
+                },
+            }
+            for n in range(2)
+        ]
+        messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+        messages += [
+            {
+                "role": "tool",
+                "tool_call_id": call["id"],
+                "content": f"# {call['id']}\n" + "x" * size,
+            }
+            for call in calls
+        ]
+    return messages
+
+
+class TestOpenAIFormat:
+    def test_prepares_valid_openai_requests_within_the_window(self) -> None:
+        """An OpenAI-shaped loop gets OpenAI-shaped requests that pass OpenAI's pairing rules."""
+        from windowkeeper.formats import validate_openai
+
+        session = ContextSession(16_000, counter=ExactCounter(), format="openai", clock=Clock())
+        conversation = openai_turns(12, 6_000)
+        session.extend(conversation[:2])
+        for message in conversation[2:]:
+            session.append(message)
+            if message["role"] == "tool" and message["tool_call_id"].endswith("_1"):
+                prepared = session.prepare()
+                assert validate_openai(prepared.messages) == []
+                assert prepared.messages[0] == {
+                    "role": "system",
+                    "content": "You are a coding agent.",
+                }
+                assert (
+                    true_tokens(
+                        session.manager.get_truncated_messages(
+                            session._history, prepared.deleted_range
+                        )
+                    )
+                    <= prepared.max_allowed_size
+                )
+        assert prepared.deleted_range is not None
+        assert session.history == conversation
+
+    def test_malformed_openai_message_names_its_place(self) -> None:
+        """A bad message is refused at append, with its index in the history."""
+        session = ContextSession(16_000, format="openai")
+        session.append({"role": "user", "content": "hi"})
+        with pytest.raises(MalformedMessageError, match=r"history\[1\]"):
+            session.append({"role": "assistant", "tool_calls": "nope"})
+
+    def test_resume_in_openai_format(self, tmp_path: Path) -> None:
+        """A re-opened OpenAI session prepares the same request."""
+        conversation = openai_turns(6, 6_000)
+        session = ContextSession(
+            16_000, task_dir=tmp_path, counter=ExactCounter(), format="openai", clock=Clock()
+        )
+        session.extend(conversation)
+        first = session.prepare()
+        reopened = ContextSession(
+            16_000, task_dir=tmp_path, counter=ExactCounter(), format="openai", clock=Clock()
+        )
+        assert reopened.history == conversation
+        assert reopened.prepare().messages == first.messages
+
+    def test_unknown_format(self) -> None:
+        """Only the two documented formats are accepted."""
+        with pytest.raises(ValueError, match="format"):
+            ContextSession(16_000, format="gemini")  # type: ignore[arg-type]

@@ -25,9 +25,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ._errors import ContextOverflowError, TaskFolderError
+from ._openai_history import OpenAIHistory
 from .clipping import MIN_KEPT_CHARS, Clip, apply_clips, clippable_blocks
 from .file_reads import ReadDetector
 from .manager import ContextManager
@@ -124,6 +125,7 @@ class ContextSession:
         detector: ReadDetector | None = None,
         max_output_tokens: int = 0,
         place_results: bool = True,
+        format: Literal["anthropic", "openai"] = "anthropic",
         clock: Callable[[], int] | None = None,
     ) -> None:
         if isinstance(context_window, ContextWindowInfo):
@@ -140,7 +142,10 @@ class ContextSession:
         self._placer = ResultPlacer() if place_results else None
         self._max_output_tokens = max_output_tokens
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
+        if format not in ("anthropic", "openai"):
+            raise ValueError(f"format must be 'anthropic' or 'openai', got {format!r}")
         self._history: list[Message] = []
+        self._openai = OpenAIHistory() if format == "openai" else None
         self._state = _State()
         self._last: _LastRequest | None = None
         self._saved_length = 0
@@ -151,8 +156,8 @@ class ContextSession:
 
     @property
     def history(self) -> list[Message]:
-        """A copy of the full history (the messages themselves are shared, never modified)."""
-        return list(self._history)
+        """A copy of the full history, in the session's format (messages shared, never modified)."""
+        return self._openai.messages if self._openai is not None else list(self._history)
 
     @property
     def deleted_range(self) -> DeletedRange | None:
@@ -184,14 +189,23 @@ class ContextSession:
 
     def append(self, message: Message) -> None:
         """Add a message to the history (checked, never modified, not copied)."""
-        check_message(message, f"history[{len(self._history)}]")
-        self._history.append(message)
+        self.extend([message])
 
     def extend(self, messages: Sequence[Message]) -> None:
         """Add several messages, all checked before any is added."""
+        if self._openai is not None:
+            self._openai.extend(messages)
+            return
         for offset, message in enumerate(messages):
             check_message(message, f"history[{len(self._history) + offset}]")
         self._history.extend(messages)
+
+    def _sync(self) -> Any:
+        """Bring the Anthropic-shaped history up to date; the system prompt of an OpenAI history."""
+        if self._openai is None:
+            return None
+        self._history, system = self._openai.anthropic()
+        return system
 
     def record_usage(self, usage: Any, *, timestamp: int | None = None) -> None:
         """What the provider reported for the last prepared request.
@@ -224,7 +238,14 @@ class ContextSession:
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_output_tokens: int | None = None,
     ) -> Prepared:
-        """The messages to send now, within the window, and what was done to get them."""
+        """The messages to send now, within the window, and what was done to get them.
+
+        With ``format="openai"`` the messages come back in OpenAI's shape, system messages
+        included, and ``system`` defaults to the history's own system messages for the estimate.
+        """
+        openai_system = self._sync()
+        if system is None:
+            system = openai_system
         now = self._tick()
         state = self._state
         reserve = self._max_output_tokens if max_output_tokens is None else max_output_tokens
@@ -291,7 +312,7 @@ class ContextSession:
         self._last = _LastRequest(messages, system, tools, now, state.generation)
         self._save()
         return Prepared(
-            messages=messages,
+            messages=OpenAIHistory.to_openai(messages) if self._openai is not None else messages,
             deleted_range=state.deleted_range,
             range_changed=range_changed,
             replaced_reads=replaced,
@@ -355,7 +376,7 @@ class ContextSession:
         """Remember this point; :meth:`rollback` returns to it."""
         state = self._state
         return Checkpoint(
-            history_length=len(self._history),
+            history_length=len(self._openai) if self._openai is not None else len(self._history),
             deleted_range=state.deleted_range,
             timestamp=self._tick(),
             clips=tuple(state.clips),
@@ -368,12 +389,17 @@ class ContextSession:
         The store is restored from the checkpoint's copy rather than rolled back by timestamp:
         edits decided from an earlier request's usage carry that request's (earlier) time.
         """
-        if checkpoint.history_length > len(self._history):
+        length = len(self._openai) if self._openai is not None else len(self._history)
+        if checkpoint.history_length > length:
             raise ValueError(
                 f"checkpoint holds {checkpoint.history_length} messages, the history only"
-                f" {len(self._history)}: it belongs to another session or a rolled-back branch"
+                f" {length}: it belongs to another session or a rolled-back branch"
             )
-        del self._history[checkpoint.history_length :]
+        if self._openai is not None:
+            self._openai.cut(checkpoint.history_length)
+            self._sync()
+        else:
+            del self._history[checkpoint.history_length :]
         state = self._state
         state.deleted_range = checkpoint.deleted_range
         state.clips = list(checkpoint.clips)
@@ -434,6 +460,8 @@ class ContextSession:
                 check_message(message, f"{HISTORY_FILE}[{index}]")
             self._history = history
             self._saved_length = len(history)
+            if self._openai is not None:
+                self._openai = OpenAIHistory(OpenAIHistory.to_openai(history))
         self._manager.initialize_context_history(folder)
         state_path = folder / STATE_FILE
         if not state_path.exists():
