@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from _traces import load_gcp_trace, recorded_usage
-from windowkeeper import ContextManager, TokenUsage
+from windowkeeper import ContextManager, ContextSession, TokenUsage
 
 
 def _timings(call: Callable[[], Any], runs: int) -> list[float]:
@@ -52,6 +52,22 @@ def replay_per_turn(history: list[dict[str, Any]], window: int) -> tuple[list[fl
     return sorted(samples), deleted_range
 
 
+def replay_session(history: list[dict[str, Any]], window: int) -> tuple[list[float], Any]:
+    """Time ContextSession.prepare once before every assistant message (recorded usage)."""
+    session = ContextSession(window)
+    samples = []
+    for index, message in enumerate(history):
+        if message["role"] == "assistant" and index > 0:
+            started = time.perf_counter()
+            session.prepare()
+            samples.append((time.perf_counter() - started) * 1000)
+            tokens = recorded_usage(message)
+            if tokens is not None:
+                session.record_usage(TokenUsage(tokens_in=tokens[0], tokens_out=tokens[1]))
+        session.append(message)
+    return sorted(samples), session.deleted_range
+
+
 def main() -> int:
     history = load_gcp_trace()
     if history is None:
@@ -80,6 +96,14 @@ def main() -> int:
         print(
             _summary(
                 f"per turn (replay, recorded usage, window {window}) -> {final_range}", samples
+            )
+        )
+    for window in (128_000, 64_000):
+        rounds = [replay_session(history, window) for _ in range(3)]
+        samples = sorted(s for round_samples, _ in rounds for s in round_samples)
+        print(
+            _summary(
+                f"ContextSession.prepare per turn, window {window} -> {rounds[-1][1]}", samples
             )
         )
     return 0
