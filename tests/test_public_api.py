@@ -7,6 +7,7 @@ import importlib
 import windowkeeper
 
 EXPECTED = {
+    "TraceError",
     "usage_from_sdk",
     "model_window",
     "lookup_model",

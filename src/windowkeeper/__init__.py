@@ -24,6 +24,7 @@ from .sdk import usage_from_sdk
 from .session import Checkpoint, ContextSession, Prepared
 from .storage import LoadReport, LoadStatus
 from .tokens import CalibratedEstimator, TokenCounter
+from .trace import TraceError
 from .truncation import Keep
 from .usage import TokenUsage
 from .window import ContextWindowInfo, context_window_info
@@ -57,6 +58,7 @@ __all__ = [
     "TaskFolderError",
     "TokenCounter",
     "TokenUsage",
+    "TraceError",
     "UnknownModelWarning",
     "Update",
     "Violation",

@@ -10,6 +10,7 @@
     ├── ContextOverflowError                    nothing can make the request fit the window
     ├── CorruptStoreError (+ ValueError)        context_history.json not in the original's layout (overwrites)
     ├── ModelTableError (+ ValueError)          a model table entry that cannot be read (models)
+    ├── TraceError (+ ValueError)               an input the command cannot read as a trace (trace)
     └── UnknownModelWarning (+ UserWarning)     a model id no table knows: 128 000 tokens assumed (models)
 
 The builtin mixed in lets callers catch the error they already expect (``ValueError``) as
