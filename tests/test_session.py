@@ -407,3 +407,31 @@ class TestOpenAIFormat:
         """Only the two documented formats are accepted."""
         with pytest.raises(ValueError, match="format"):
             ContextSession(16_000, format="gemini")  # type: ignore[arg-type]
+
+
+class TestArrivalClipping:
+    def test_an_oversized_result_is_clipped_as_it_arrives(self) -> None:
+        """A result larger than its share of the limit is clipped before anything is over."""
+        session = ContextSession(128_000, counter=ExactCounter(), clock=Clock())
+        session.extend([TASK, assistant(1, "log.txt"), tool_result(1, "z" * 200_000)])
+        prepared = session.prepare()
+        assert prepared.clipped
+        assert prepared.preflight_acted
+        assert prepared.deleted_range is None
+        kept = prepared.messages[2]["content"][0]["content"]
+        assert len(kept) < 80_000
+        assert "characters cut by windowkeeper" in kept
+        assert session.history[2]["content"][0]["content"] == "z" * 200_000
+
+    def test_off_when_disabled(self) -> None:
+        """max_result_share=None sends the result whole while it fits."""
+        session = ContextSession(
+            128_000, counter=ExactCounter(), clock=Clock(), max_result_share=None
+        )
+        session.extend([TASK, assistant(1, "log.txt"), tool_result(1, "z" * 200_000)])
+        assert not session.prepare().clipped
+
+    def test_share_is_checked(self) -> None:
+        """A share outside (0, 1] is refused."""
+        with pytest.raises(ValueError, match="max_result_share"):
+            ContextSession(128_000, max_result_share=1.5)

@@ -91,6 +91,7 @@ def replay(vector: dict[str, Any]) -> int:
                 counter=SilentCounter(),
                 detector=ClineReadDetector(),
                 place_results=False,
+                max_result_share=None,
                 clock=lambda: clock["now"],
             )
             session.extend(history)

@@ -109,7 +109,9 @@ class ContextSession:
     usage you record); ``detector`` finds duplicate reads (default:
     :class:`~windowkeeper.native_reads.NativeReadDetector`, every block and native tool calls;
     pass :class:`~windowkeeper.ClineReadDetector` for the original's); ``place_results`` sends
-    Cline's text-block tool results inside their tool_result blocks; ``task_dir`` persists everything;
+    Cline's text-block tool results inside their tool_result blocks; ``max_result_share`` clips
+    any result of the newest turn larger than that share of the limit as it arrives (keeping its
+    head and tail; None never clips on arrival); ``task_dir`` persists everything;
     ``clock`` returns milliseconds since the epoch (injectable for tests).
 
     Not thread-safe: one session per task. Sessions share nothing mutable with each other.
@@ -125,6 +127,7 @@ class ContextSession:
         detector: ReadDetector | None = None,
         max_output_tokens: int = 0,
         place_results: bool = True,
+        max_result_share: float | None = 0.25,
         format: Literal["anthropic", "openai"] = "anthropic",
         clock: Callable[[], int] | None = None,
     ) -> None:
@@ -140,6 +143,11 @@ class ContextSession:
             detector=detector if detector is not None else NativeReadDetector()
         )
         self._placer = ResultPlacer() if place_results else None
+        if max_result_share is not None and not 0 < max_result_share <= 1:
+            raise ValueError(
+                f"max_result_share must be in (0, 1] or None, got {max_result_share!r}"
+            )
+        self._max_result_share = max_result_share
         self._max_output_tokens = max_output_tokens
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
         if format not in ("anthropic", "openai"):
@@ -249,6 +257,10 @@ class ContextSession:
         now = self._tick()
         state = self._state
         reserve = self._max_output_tokens if max_output_tokens is None else max_output_tokens
+        clips: dict[tuple[int, int], Clip] = {}
+        for arrived in self._arrival_clips():
+            clips[arrived.message_index, arrived.block_index] = arrived
+            state.clips.append(arrived)
         view = self._view()
         stored_before = len(self._manager.store)
         usage = state.usage
@@ -267,9 +279,8 @@ class ContextSession:
         messages = self._visible(result.truncated_history)
         estimate = self._estimate(messages, system, tools, reserve)
         limit = self._info.max_allowed_size
-        acted = estimate > limit
-        clips: dict[tuple[int, int], Clip] = {}
-        if acted:
+        acted = estimate > limit or bool(clips)
+        if estimate > limit:
             changed, altered = self._manager.apply_context_optimizations(
                 view, visible_start(state.deleted_range), now
             )
@@ -288,8 +299,8 @@ class ContextSession:
                 messages = self._render(view)
                 estimate = self._estimate(messages, system, tools, reserve)
             while estimate > limit:
-                clip = self._next_clip(estimate, limit)
-                if clip is None:
+                tighter = self._next_clip(estimate, limit)
+                if tighter is None:
                     raise ContextOverflowError(
                         f"the smallest request this session can send is about {estimate:,} tokens"
                         f" (including {reserve:,} reserved for output), over the limit of"
@@ -297,13 +308,13 @@ class ContextSession:
                         estimated_tokens=estimate,
                         limit=limit,
                     )
-                clips[clip.message_index, clip.block_index] = clip
+                clips[tighter.message_index, tighter.block_index] = tighter
                 state.clips = [
                     c
                     for c in state.clips
-                    if (c.message_index, c.block_index) != (clip.message_index, clip.block_index)
+                    if (c.message_index, c.block_index) != (tighter.message_index, tighter.block_index)
                 ]
-                state.clips.append(clip)
+                state.clips.append(tighter)
                 view = self._view()
                 messages = self._render(view)
                 estimate = self._estimate(messages, system, tools, reserve)
@@ -355,6 +366,28 @@ class ContextSession:
             if kept < kept_now:
                 return Clip(index, block_index, kept)
         return None
+
+    def _arrival_clips(self) -> list[Clip]:
+        """Clips for results of the newest turn that alone would take more than their share.
+
+        Clipping the newest message changes nothing already sent, so it costs no prompt-cache
+        reuse, and every later request is smaller for it. Sizes are in characters at a
+        conservative 3 characters a token.
+        """
+        share = self._max_result_share
+        history = self._history
+        if share is None or len(history) < 3 or history[-1].get("role") != "user":
+            return []
+        index = len(history) - 1
+        if any(clip.message_index == index for clip in self._state.clips):
+            return []
+        budget = max(MIN_KEPT_CHARS, int(self._info.max_allowed_size * share * 3))
+        newest = self._view()[index]
+        return [
+            Clip(index, block_index, budget)
+            for block_index, size in clippable_blocks(newest)
+            if size > budget
+        ]
 
     def _view(self) -> list[Message]:
         """The history as the manager sees it: text results placed, oversized results clipped."""
