@@ -68,3 +68,22 @@ class TestCheckMemo:
         """The history itself must be a sequence of messages."""
         with pytest.raises(MalformedMessageError, match="expected a list"):
             CheckMemo().check_history("nope")
+
+
+class TestOverwriteMemo:
+    @settings(max_examples=100, deadline=None)
+    @given(conversations(min_size=3, max_size=12), st.lists(st.integers(0, 11), max_size=6))
+    def test_same_result_as_without_the_memo(self, history: list[dict], edits: list[int]) -> None:
+        """Edits recorded between calls show up exactly as a fresh manager renders them."""
+        from windowkeeper import ContextManager
+        from windowkeeper.overwrites import text_update
+
+        manager = ContextManager()
+        for step, index in enumerate(edits):
+            manager.get_truncated_messages(history, None)
+            manager.store.record(index % len(history), 1, 0, text_update(step, f"edit {step}"))
+            fresh = ContextManager()
+            fresh.store = manager.store.copy()
+            assert manager.get_truncated_messages(history, None) == fresh.get_truncated_messages(
+                history, None
+            )

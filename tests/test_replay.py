@@ -305,9 +305,12 @@ class TestNextRequest:
         """Without a stored range, the policy replays the trace first."""
         history = long_conversation()
         trace = load_trace(write_json(tmp_path / "h.json", history))
+        whole = Ruler().count(history)
+        assert whole > WINDOW
         for policy in ("cline", "windowkeeper"):
             request = next_request(trace, window=WINDOW, policy=policy)
-            assert request.deleted_range is not None
+            # The original truncates; the session may mask old outputs instead.
+            assert policy == "windowkeeper" or request.deleted_range is not None
             assert request.estimated_tokens < WINDOW
 
     def test_shapes_strip_keys_the_api_does_not_take(self, tmp_path: Path) -> None:
@@ -430,14 +433,19 @@ class TestDemo:
         assert TASK not in json.dumps(history)  # its own task, not a test fixture's
 
     def test_truncates_twice_and_rereads_files(self) -> None:
-        """At the demo's window both policies truncate at least twice and replace reads."""
+        """At the demo's window the original truncates at least twice; both replace reads.
+
+        The session masks old outputs before it truncates, so it needs no truncation here and
+        still sends fewer tokens, none of its requests over the window.
+        """
         results: list[Replay] = [
             replay(demo_conversation(), window=DEMO_WINDOW, policy=policy, usage="estimated")
             for policy in ("cline", "windowkeeper")
         ]
         for result in results:
-            assert result.summary.truncations >= 2
             assert result.summary.replaced_reads > 0
         cline, windowkeeper = results
+        assert cline.summary.truncations >= 2
+        assert windowkeeper.summary.estimated_tokens_sent < cline.summary.estimated_tokens_sent
         assert cline.summary.overflows >= 1
         assert windowkeeper.summary.overflows == 0

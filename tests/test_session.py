@@ -355,17 +355,27 @@ def openai_turns(count: int, size: int) -> list[dict[str, Any]]:
 
 
 class TestOpenAIFormat:
-    def test_prepares_valid_openai_requests_within_the_window(self) -> None:
-        """An OpenAI-shaped loop gets OpenAI-shaped requests that pass OpenAI's pairing rules."""
+    @pytest.mark.parametrize("masking", [2, None])
+    def test_prepares_valid_openai_requests_within_the_window(self, masking: int | None) -> None:
+        """An OpenAI-shaped loop gets OpenAI-shaped requests that pass OpenAI's pairing rules,
+        whether old outputs are masked or the history is truncated."""
         from windowkeeper.formats import validate_openai
 
-        session = ContextSession(16_000, counter=ExactCounter(), format="openai", clock=Clock())
+        session = ContextSession(
+            16_000,
+            counter=ExactCounter(),
+            format="openai",
+            clock=Clock(),
+            mask_keep_recent=masking,
+        )
+        acted = False
         conversation = openai_turns(12, 6_000)
         session.extend(conversation[:2])
         for message in conversation[2:]:
             session.append(message)
             if message["role"] == "tool" and message["tool_call_id"].endswith("_1"):
                 prepared = session.prepare()
+                acted = acted or prepared.preflight_acted
                 assert validate_openai(prepared.messages) == []
                 assert prepared.messages[0] == {
                     "role": "system",
@@ -379,7 +389,8 @@ class TestOpenAIFormat:
                     )
                     <= prepared.max_allowed_size
                 )
-        assert prepared.deleted_range is not None
+        assert acted
+        assert masking is not None or prepared.deleted_range is not None
         assert session.history == conversation
 
     def test_malformed_openai_message_names_its_place(self) -> None:

@@ -28,7 +28,7 @@ from .pairing import RepairMemo
 from .storage import CONTEXT_HISTORY_FILE, LoadReport, atomic_write_text, load_store
 from .truncation import DeletedRange, Keep, check_range, next_range, visible_start
 from .usage import UsageLike, _as_usage, _as_window_info, should_compact
-from .visible import truncated_messages
+from .visible import OverwriteMemo, truncated_messages
 from .window import ContextWindowInfo
 
 __all__ = ["ContextManager", "ContextResult", "FileReadOptimization"]
@@ -69,6 +69,7 @@ class ContextManager:
         self.last_load: LoadReport | None = None
         self._checks = CheckMemo()
         self._repairs = RepairMemo()
+        self._edits = OverwriteMemo()
 
     # -- persistence -----------------------------------------------------------------------
 
@@ -158,7 +159,9 @@ class ContextManager:
                     updated = True
                 if any_updates:
                     self._save_if(task_dir)
-        messages = truncated_messages(history, deleted_range, self.store, self._repairs)
+        messages = truncated_messages(
+            history, deleted_range, self.store, self._repairs, self._edits
+        )
         return ContextResult(deleted_range, updated, messages)
 
     def get_next_truncation_range(
@@ -173,7 +176,9 @@ class ContextManager:
     ) -> list[Message]:
         """What is sent: messages 0-1, the visible rest, overwrites applied, pairing repaired."""
         self._checks.check_history(history)
-        return truncated_messages(history, check_range(deleted_range), self.store, self._repairs)
+        return truncated_messages(
+            history, check_range(deleted_range), self.store, self._repairs, self._edits
+        )
 
     def apply_context_optimizations(
         self, history: Sequence[Message], start_index: int, timestamp: int
@@ -198,7 +203,9 @@ class ContextManager:
         if not changed:
             return FileReadOptimization(False, True, list(history))
         ratio = savings_ratio(history, self.store, deleted_range, altered)
-        optimized = truncated_messages(history, deleted_range, self.store, self._repairs)
+        optimized = truncated_messages(
+            history, deleted_range, self.store, self._repairs, self._edits
+        )
         return FileReadOptimization(True, ratio < SAVINGS_THRESHOLD, optimized)
 
     # -- notices and rollback --------------------------------------------------------------

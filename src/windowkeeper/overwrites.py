@@ -28,6 +28,7 @@ from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize,
 
 __all__ = [
     "CONTENT",
+    "INPUT",
     "TEXT",
     "Block",
     "CorruptStoreError",
@@ -72,7 +73,7 @@ class Update:
     @property
     def new_text(self) -> str | None:
         """The text this update puts in its block: that of a "text" or a "content" update."""
-        if self.kind in (TEXT, CONTENT) and isinstance(self.content, list) and self.content:
+        if self.kind in (TEXT, CONTENT, INPUT) and isinstance(self.content, list) and self.content:
             first = self.content[0]
             return first if isinstance(first, str) else None
         return None
@@ -112,6 +113,11 @@ content (string or list). The original keeps such updates on load and save but a
 "text", so Cline ignores them."""
 
 
+INPUT = "input"
+"""windowkeeper's update kind for a tool_use block's input: the new input as JSON text. Ignored by
+the original, like "content"."""
+
+
 def text_update(
     timestamp: int, text: str, metadata: list[Any] | None = None, kind: str = TEXT
 ) -> list[Any]:
@@ -135,11 +141,17 @@ class OverwriteStore:
     equal when they serialize to the same text.
     """
 
-    __slots__ = ("_entries", "_exotic")
+    __slots__ = ("_entries", "_exotic", "_revision")
 
     def __init__(self) -> None:
         self._entries: dict[Any, _Entry] = {}
         self._exotic = False  # holds floats or opaque keys: serialize on the exact slow path
+        self._revision = 0
+
+    @property
+    def revision(self) -> int:
+        """A number that changes whenever the store does (for callers that cache its effects)."""
+        return self._revision
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -230,6 +242,7 @@ class OverwriteStore:
         ``TypeError`` when an argument is not a JSON value.
         """
         value, exotic = normalize(update)
+        self._revision += 1
         message_key, odd_message = _record_key(message_index)
         block_key, odd_block = _record_key(block_index)
         entry = self._entries.get(message_key)
@@ -252,6 +265,7 @@ class OverwriteStore:
         leaves it empty (a block that was already empty stays), and a message is removed when it
         is left with no blocks (also when it had none). Updates that are not a list are kept.
         """
+        self._revision += 1
         for message_key in list(self._entries):
             blocks = self._entries[message_key].blocks
             for block_key in list(blocks):
@@ -270,6 +284,7 @@ class OverwriteStore:
 
     def clear(self) -> None:
         """Forget every update."""
+        self._revision += 1
         self._entries.clear()
         self._exotic = False
 

@@ -32,6 +32,7 @@ from ._openai_history import OpenAIHistory
 from .clipping import MIN_KEPT_CHARS, Clip, apply_clips, clippable_blocks
 from .file_reads import ReadDetector
 from .manager import ContextManager
+from .masking import mask_old_context
 from .messages import Message, check_message
 from .models import model_window
 from .native_reads import NativeReadDetector
@@ -111,7 +112,9 @@ class ContextSession:
     pass :class:`~windowkeeper.ClineReadDetector` for the original's); ``place_results`` sends
     Cline's text-block tool results inside their tool_result blocks; ``max_result_share`` clips
     any result of the newest turn larger than that share of the limit as it arrives (keeping its
-    head and tail; None never clips on arrival); ``task_dir`` persists everything;
+    head and tail; None never clips on arrival); when a request must shrink, tool outputs older
+    than the last ``mask_keep_recent`` are masked first (None never masks), and the session shrinks
+    it to ``shrink_target`` of the limit, so that shrinking, which costs prompt-cache reuse, is rare; ``task_dir`` persists everything;
     ``clock`` returns milliseconds since the epoch (injectable for tests).
 
     Not thread-safe: one session per task. Sessions share nothing mutable with each other.
@@ -128,6 +131,8 @@ class ContextSession:
         max_output_tokens: int = 0,
         place_results: bool = True,
         max_result_share: float | None = 0.25,
+        mask_keep_recent: int | None = 2,
+        shrink_target: float = 0.6,
         format: Literal["anthropic", "openai"] = "anthropic",
         clock: Callable[[], int] | None = None,
     ) -> None:
@@ -148,6 +153,12 @@ class ContextSession:
                 f"max_result_share must be in (0, 1] or None, got {max_result_share!r}"
             )
         self._max_result_share = max_result_share
+        if mask_keep_recent is not None and mask_keep_recent < 0:
+            raise ValueError(f"mask_keep_recent must be >= 0 or None, got {mask_keep_recent!r}")
+        if not 0 < shrink_target <= 1:
+            raise ValueError(f"shrink_target must be in (0, 1], got {shrink_target!r}")
+        self._mask_keep_recent = mask_keep_recent
+        self._shrink_target = shrink_target
         self._max_output_tokens = max_output_tokens
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
         if format not in ("anthropic", "openai"):
@@ -288,7 +299,19 @@ class ContextSession:
             if changed:
                 messages = self._render(view)
                 estimate = self._estimate(messages, system, tools, reserve)
-            while estimate > limit:
+            target = limit * self._shrink_target
+            if estimate > target and self._mask_keep_recent is not None:
+                masked = mask_old_context(
+                    view,
+                    visible_start(state.deleted_range),
+                    self._manager.store,
+                    now,
+                    self._mask_keep_recent,
+                )
+                if masked:
+                    messages = self._render(view)
+                    estimate = self._estimate(messages, system, tools, reserve)
+            while estimate > target:
                 keep = Keep.QUARTER if estimate / 2 > limit else Keep.HALF
                 candidate = next_range(view, state.deleted_range, keep)
                 if candidate[1] < candidate[0] or candidate == state.deleted_range:
@@ -312,7 +335,8 @@ class ContextSession:
                 state.clips = [
                     c
                     for c in state.clips
-                    if (c.message_index, c.block_index) != (tighter.message_index, tighter.block_index)
+                    if (c.message_index, c.block_index)
+                    != (tighter.message_index, tighter.block_index)
                 ]
                 state.clips.append(tighter)
                 view = self._view()

@@ -8,16 +8,46 @@ says so instead of being sent empty (fix 6).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from .messages import Message, with_block_content, with_block_text
 from .notices import STRIPPED_RESULTS_NOTICE
-from .overwrites import CONTENT, OverwriteStore, Update
+from .overwrites import CONTENT, INPUT, OverwriteStore, Update
 from .pairing import RepairMemo, ensure_tool_results_follow_tool_use
 from .truncation import FIRST_KEPT, DeletedRange, visible_start
 
-__all__ = ["truncated_messages"]
+__all__ = ["OverwriteMemo", "truncated_messages"]
+
+
+class OverwriteMemo:
+    """Remembers the edited copy of each message while the message and the store are unchanged.
+
+    Messages are treated as values (see :class:`windowkeeper.pairing.RepairMemo`); the store is
+    compared by identity and :attr:`OverwriteStore.revision`. Reusing the copies keeps what is
+    sent identical between requests, object for object. Not thread-safe; one per manager.
+    """
+
+    __slots__ = ("_copies", "_revision", "_store")
+
+    def __init__(self) -> None:
+        self._copies: dict[int, tuple[Message, Message]] = {}
+        self._store: OverwriteStore | None = None
+        self._revision = -1
+
+    def edited(self, message: Message, store: OverwriteStore, index: int) -> Message:
+        """``message`` with the store's edits for ``index`` applied (a copy)."""
+        if self._store is not store or self._revision != store.revision:
+            self._copies = {}
+            self._store = store
+            self._revision = store.revision
+        known = self._copies.get(index)
+        if known is not None and known[0] is message:
+            return known[1]
+        edited = _with_overwrites(message, store, index, None)
+        self._copies[index] = (message, edited)
+        return edited
 
 
 def truncated_messages(
@@ -25,6 +55,7 @@ def truncated_messages(
     deleted_range: DeletedRange | None,
     store: OverwriteStore,
     repairs: RepairMemo | None = None,
+    edits: OverwriteMemo | None = None,
 ) -> list[Message]:
     """The messages to send for ``history`` with ``deleted_range`` hidden and ``store`` applied.
 
@@ -45,7 +76,10 @@ def truncated_messages(
             index = position if position < FIRST_KEPT else start + position - FIRST_KEPT
             if index in store:
                 positions = stripped_positions if position == FIRST_KEPT else None
-                output[position] = _with_overwrites(message, store, index, positions)
+                if edits is not None and positions is None:
+                    output[position] = edits.edited(message, store, index)
+                else:
+                    output[position] = _with_overwrites(message, store, index, positions)
     output = (
         repairs.repair(output)
         if repairs is not None
@@ -80,6 +114,20 @@ def _is_tool_result(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") == "tool_result"
 
 
+def _with_input(block: Any, text: str) -> Any:
+    """A copy of a tool_use block with the input stored as JSON text; other blocks unchanged."""
+    if not isinstance(block, dict) or block.get("type") != "tool_use":
+        return block
+    try:
+        tool_input = json.loads(text)
+    except ValueError:
+        return block
+    return {**block, "input": tool_input}
+
+
+_SETTERS = {CONTENT: with_block_content, INPUT: _with_input}
+
+
 def _with_overwrites(
     message: Message, store: OverwriteStore, index: int, positions: dict[int, int] | None
 ) -> Message:
@@ -103,8 +151,7 @@ def _with_overwrites(
         ):
             continue
         current = new_content if new_content is not None else content
-        setter = with_block_content if latest.kind == CONTENT else with_block_text
-        block = setter(current[target], text)
+        block = _SETTERS.get(latest.kind, with_block_text)(current[target], text)
         if block is not current[target]:
             if new_content is None:
                 new_content = list(content)
