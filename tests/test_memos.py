@@ -55,14 +55,14 @@ class TestCheckMemo:
         with pytest.raises(MalformedMessageError, match=r"history\[2\]\.content\[0\]"):
             memo.check_history(history)
 
-    def test_replaced_content_is_checked_again(self) -> None:
-        """A message whose content object changed is checked again."""
+    def test_a_replaced_message_is_checked_again(self) -> None:
+        """Putting a new dict in a message's place (the documented way to edit) is checked."""
         memo = CheckMemo()
-        message = U("task")
-        memo.check_history([message])
-        message["content"] = 42
-        with pytest.raises(MalformedMessageError, match=r"history\[0\]\.content"):
-            memo.check_history([message])
+        history = [U("task"), A("ok")]
+        memo.check_history(history)
+        history[1] = {"role": "assistant", "content": 42}
+        with pytest.raises(MalformedMessageError, match=r"history\[1\]\.content"):
+            memo.check_history(history)
 
     def test_not_a_list(self) -> None:
         """The history itself must be a sequence of messages."""

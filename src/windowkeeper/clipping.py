@@ -94,13 +94,25 @@ def clippable_blocks(message: Message) -> list[tuple[int, int]]:
     )
 
 
-def apply_clips(history: Sequence[Message], clips: Sequence[Clip]) -> list[Message]:
-    """A copy of ``history`` with every clip applied (only the clipped messages are copied)."""
+def apply_clips(
+    history: Sequence[Message],
+    clips: Sequence[Clip],
+    memo: dict[Clip, tuple[Message, Message]] | None = None,
+) -> list[Message]:
+    """A copy of ``history`` with every clip applied (only the clipped messages are copied).
+
+    ``memo`` keeps each clipped copy while its message is the same object, so repeated calls
+    give the same objects (messages are treated as values).
+    """
     output = list(history)
     for clip in clips:
         if not 0 <= clip.message_index < len(output):
             continue
         message = output[clip.message_index]
+        known = memo.get(clip) if memo is not None else None
+        if known is not None and known[0] is message:
+            output[clip.message_index] = known[1]
+            continue
         content = message.get("content")
         if isinstance(content, str):
             output[clip.message_index] = {**message, "content": clip_text(content, clip.kept)}
@@ -108,4 +120,6 @@ def apply_clips(history: Sequence[Message], clips: Sequence[Clip]) -> list[Messa
             blocks = list(content)
             blocks[clip.block_index] = _clip_block(blocks[clip.block_index], clip.kept)
             output[clip.message_index] = {**message, "content": blocks}
+        if memo is not None:
+            memo[clip] = (message, output[clip.message_index])
     return output

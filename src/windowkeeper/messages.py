@@ -11,6 +11,7 @@ they did not change.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any, Literal, NotRequired, TypedDict
 
@@ -28,6 +29,7 @@ __all__ = [
     "block_text",
     "check_history",
     "check_message",
+    "shared_prefix",
     "utf16_len",
     "with_block_content",
     "with_block_text",
@@ -188,6 +190,20 @@ def check_history(history: Any, name: str = "history") -> None:
         check_message(message, f"{name}[{index}]")
 
 
+def shared_prefix(old: Sequence[Any], new: Sequence[Any]) -> int:
+    """How many leading elements ``new`` shares with ``old``, by identity.
+
+    Fast (a C-level scan) when ``new`` merely extends ``old``, as an agent's history does.
+    """
+    size = min(len(old), len(new))
+    if all(map(operator.is_, old[:size], new[:size])):
+        return size
+    for index in range(size):
+        if old[index] is not new[index]:
+            return index
+    return size  # pragma: no cover - the scan above found a difference
+
+
 class CheckMemo:
     """:func:`check_history` that skips message objects it already checked.
 
@@ -196,10 +212,11 @@ class CheckMemo:
     Only the messages of the latest call are remembered. Not thread-safe; one per manager.
     """
 
-    __slots__ = ("_seen",)
+    __slots__ = ("_last", "_seen")
 
     def __init__(self) -> None:
         self._seen: dict[int, tuple[Any, Any]] = {}
+        self._last: list[Any] = []
 
     def check_history(self, history: Any, name: str = "history") -> None:
         """Raise :class:`MalformedMessageError` for the first malformed message, as check_history."""
@@ -207,6 +224,15 @@ class CheckMemo:
             raise MalformedMessageError(
                 name, f"expected a list of messages, got {type(history).__name__}"
             )
+        last = self._last
+        if len(history) >= len(last) and shared_prefix(last, history) == len(last):
+            # The last call's messages, unchanged, then new ones: check only the new ones.
+            for index in range(len(last), len(history)):
+                message = history[index]
+                check_message(message, f"{name}[{index}]")
+                self._seen[id(message)] = (message, message.get("content"))
+            self._last = list(history)
+            return
         known = self._seen
         seen: dict[int, tuple[Any, Any]] = {}
         for index, message in enumerate(history):
@@ -216,3 +242,4 @@ class CheckMemo:
                 entry = (message, message.get("content"))
             seen[id(message)] = entry
         self._seen = seen
+        self._last = list(history)

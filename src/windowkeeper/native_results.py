@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .messages import Message
+from .pairing import PairMemo
 
 __all__ = ["ResultPlacer"]
 
@@ -30,6 +31,8 @@ def _same_tool(name: Any, header_tool: str) -> bool:
 
 def _placed(assistant: Message, user: Message) -> Message | None:
     """``user`` with the text results of ``assistant``'s calls as tool_results, or None."""
+    if not isinstance(user, dict) or user.get("role") != "user":
+        return None
     calls = assistant.get("content")
     content = user.get("content")
     if not isinstance(calls, list) or not isinstance(content, list):
@@ -77,28 +80,11 @@ class ResultPlacer:
     message it built for an (assistant, user) pair while both are the same objects.
     """
 
-    __slots__ = ("_pairs",)
+    __slots__ = ("_memo",)
 
     def __init__(self) -> None:
-        self._pairs: dict[int, tuple[Any, Any, Any]] = {}
+        self._memo = PairMemo(_placed)
 
     def place(self, history: Sequence[Message]) -> list[Message]:
         """A copy of ``history`` with text results placed (unchanged messages are shared)."""
-        output = list(history)
-        known = self._pairs
-        seen: dict[int, tuple[Any, Any, Any]] = {}
-        for position in range(len(output) - 1):
-            message = output[position]
-            if message.get("role") != "assistant":
-                continue
-            following = output[position + 1]
-            entry = known.get(id(following))
-            if entry is not None and entry[0] is message and entry[1] is following:
-                placed = entry[2]
-            else:
-                placed = _placed(message, following) if following.get("role") == "user" else None
-            seen[id(following)] = (message, following, placed)
-            if placed is not None:
-                output[position + 1] = placed
-        self._pairs = seen
-        return output
+        return self._memo.apply(history)

@@ -8,14 +8,20 @@ unanswered. :func:`validate_messages` reports what a provider would reject.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .messages import ROLES, Message
+from .messages import ROLES, Message, shared_prefix
 from .notices import RESULT_MISSING
 
-__all__ = ["RepairMemo", "Violation", "ensure_tool_results_follow_tool_use", "validate_messages"]
+__all__ = [
+    "PairMemo",
+    "RepairMemo",
+    "Violation",
+    "ensure_tool_results_follow_tool_use",
+    "validate_messages",
+]
 
 
 def _tool_use_ids(message: Any) -> list[Any]:
@@ -98,42 +104,70 @@ def ensure_tool_results_follow_tool_use(messages: Sequence[Message]) -> list[Mes
     return output
 
 
-class RepairMemo:
-    """:func:`ensure_tool_results_follow_tool_use` that remembers its work between calls.
+class PairMemo:
+    """Applies a per-(assistant, next message) rewrite to a message list, remembering its work.
 
-    An agent loop sends nearly the same messages on every request; this keeps, for each
-    (assistant, user) pair of message objects, the repaired user message it produced, and reuses
-    it (the same object, which also keeps what is sent identical for prompt caching) while both
-    messages are the same objects. Messages are treated as values: windowkeeper never changes one
-    in place, and expects the same of its callers (to edit a message, put a new dict in its
-    place). Only the pairs of the latest call are kept. Not thread-safe; one per manager.
+    An agent loop sends nearly the same messages on every request. For each pair of message
+    objects this keeps what ``rewrite`` made of the second one and reuses it (the same object,
+    which also keeps what is sent identical for prompt caching) while both are the same objects;
+    when the list merely extends the last one, only the pairs from the seam on are looked at.
+    Messages are treated as values: windowkeeper never changes one in place, and expects the same
+    of its callers (to edit a message, put a new dict in its place). Not thread-safe.
     """
 
-    __slots__ = ("_pairs",)
+    __slots__ = ("_input", "_output", "_pairs", "_rewrite")
 
-    def __init__(self) -> None:
+    def __init__(self, rewrite: Callable[[Message, Message], Message | None]) -> None:
+        self._rewrite = rewrite
         self._pairs: dict[int, tuple[Any, Any, Any]] = {}
+        self._input: list[Any] = []
+        self._output: list[Any] = []
 
-    def repair(self, messages: Sequence[Message]) -> list[Message]:
-        """The same result as :func:`ensure_tool_results_follow_tool_use` on ``messages``."""
-        output = list(messages)
+    def apply(self, messages: Sequence[Message]) -> list[Message]:
+        """A copy of ``messages`` in which each message after an assistant one is rewritten."""
+        shared = shared_prefix(self._input, messages)
+        if shared == len(self._input) and shared:
+            output = self._output[:shared] + list(messages[shared:])
+            self._scan(output, shared - 1, self._pairs)
+        else:
+            output = list(messages)
+            self._pairs = self._scan(output, 0, {})
+        self._input = list(messages)
+        self._output = output
+        return list(output)
+
+    def _scan(
+        self, output: list[Any], start: int, seen: dict[int, tuple[Any, Any, Any]]
+    ) -> dict[int, tuple[Any, Any, Any]]:
         known = self._pairs
-        seen: dict[int, tuple[Any, Any, Any]] = {}
-        for position in range(len(output) - 1):
+        rewrite = self._rewrite
+        for position in range(start, len(output) - 1):
             message = output[position]
             if not isinstance(message, dict) or message.get("role") != "assistant":
                 continue
             following = output[position + 1]
             entry = known.get(id(following))
             if entry is not None and entry[0] is message and entry[1] is following:
-                repaired = entry[2]
+                rewritten = entry[2]
             else:
-                repaired = _repaired_message(message, following)
-            seen[id(following)] = (message, following, repaired)
-            if repaired is not None:
-                output[position + 1] = repaired
-        self._pairs = seen
-        return output
+                rewritten = rewrite(message, following)
+            seen[id(following)] = (message, following, rewritten)
+            if rewritten is not None:
+                output[position + 1] = rewritten
+        return seen
+
+
+class RepairMemo(PairMemo):
+    """:func:`ensure_tool_results_follow_tool_use`, remembering its work (see :class:`PairMemo`)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(_repaired_message)
+
+    def repair(self, messages: Sequence[Message]) -> list[Message]:
+        """The same result as :func:`ensure_tool_results_follow_tool_use` on ``messages``."""
+        return self.apply(messages)
 
 
 def _repaired_message(message: Any, following: Any) -> Message | None:

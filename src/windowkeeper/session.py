@@ -148,6 +148,7 @@ class ContextSession:
             detector=detector if detector is not None else NativeReadDetector()
         )
         self._placer = ResultPlacer() if place_results else None
+        self._clip_memo: dict[Clip, tuple[Message, Message]] = {}
         if max_result_share is not None and not 0 < max_result_share <= 1:
             raise ValueError(
                 f"max_result_share must be in (0, 1] or None, got {max_result_share!r}"
@@ -269,10 +270,12 @@ class ContextSession:
         state = self._state
         reserve = self._max_output_tokens if max_output_tokens is None else max_output_tokens
         clips: dict[tuple[int, int], Clip] = {}
-        for arrived in self._arrival_clips():
+        view = self._view()
+        for arrived in self._arrival_clips(view):
             clips[arrived.message_index, arrived.block_index] = arrived
             state.clips.append(arrived)
-        view = self._view()
+        if clips:
+            view = self._view()
         stored_before = len(self._manager.store)
         usage = state.usage
         stale = usage is not None and state.usage_generation != state.generation
@@ -391,7 +394,7 @@ class ContextSession:
                 return Clip(index, block_index, kept)
         return None
 
-    def _arrival_clips(self) -> list[Clip]:
+    def _arrival_clips(self, view: list[Message]) -> list[Clip]:
         """Clips for results of the newest turn that alone would take more than their share.
 
         Clipping the newest message changes nothing already sent, so it costs no prompt-cache
@@ -406,7 +409,7 @@ class ContextSession:
         if any(clip.message_index == index for clip in self._state.clips):
             return []
         budget = max(MIN_KEPT_CHARS, int(self._info.max_allowed_size * share * 3))
-        newest = self._view()[index]
+        newest = view[index]
         return [
             Clip(index, block_index, budget)
             for block_index, size in clippable_blocks(newest)
@@ -416,7 +419,9 @@ class ContextSession:
     def _view(self) -> list[Message]:
         """The history as the manager sees it: text results placed, oversized results clipped."""
         view = self._placer.place(self._history) if self._placer is not None else self._history
-        return apply_clips(view, self._state.clips) if self._state.clips else view
+        if not self._state.clips:
+            return view
+        return apply_clips(view, self._state.clips, self._clip_memo)
 
     def _set_range(self, deleted_range: DeletedRange | None) -> None:
         self._state.deleted_range = deleted_range

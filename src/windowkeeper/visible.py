@@ -29,19 +29,36 @@ class OverwriteMemo:
     sent identical between requests, object for object. Not thread-safe; one per manager.
     """
 
-    __slots__ = ("_copies", "_revision", "_store")
+    __slots__ = ("_copies", "_firsts", "_revision", "_store")
 
     def __init__(self) -> None:
         self._copies: dict[int, tuple[Message, Message]] = {}
+        self._firsts: dict[int, tuple[Message, tuple[Message, bool]]] = {}
         self._store: OverwriteStore | None = None
         self._revision = -1
 
-    def edited(self, message: Message, store: OverwriteStore, index: int) -> Message:
-        """``message`` with the store's edits for ``index`` applied (a copy)."""
+    def _current(self, store: OverwriteStore) -> None:
         if self._store is not store or self._revision != store.revision:
             self._copies = {}
+            self._firsts = {}
             self._store = store
             self._revision = store.revision
+
+    def first_visible(
+        self, message: Message, store: OverwriteStore, index: int
+    ) -> tuple[Message, bool]:
+        """:func:`_first_visible`, remembered while the message and the store are unchanged."""
+        self._current(store)
+        known = self._firsts.get(index)
+        if known is not None and known[0] is message:
+            return known[1]
+        result = _first_visible(message, store, index)
+        self._firsts[index] = (message, result)
+        return result
+
+    def edited(self, message: Message, store: OverwriteStore, index: int) -> Message:
+        """``message`` with the store's edits for ``index`` applied (a copy)."""
+        self._current(store)
         known = self._copies.get(index)
         if known is not None and known[0] is message:
             return known[1]
@@ -65,29 +82,57 @@ def truncated_messages(
         return list(history)
     start = max(visible_start(deleted_range), FIRST_KEPT)
     output: list[Message] = [history[0], history[1], *history[start:]]
-    # Block positions of the message at output[2] after orphan removal: old index -> new index.
-    stripped_positions: dict[int, int] | None = None
-    if start > FIRST_KEPT and len(output) > FIRST_KEPT:
-        stripped = _without_tool_results(output[2])
-        if stripped is not None:
-            output[2], stripped_positions = stripped
+    stripped = False
+    first_hidden = start > FIRST_KEPT and len(output) > FIRST_KEPT
+    if first_hidden:
+        if edits is not None:
+            output[2], stripped = edits.first_visible(output[2], store, start)
+        else:
+            output[2], stripped = _first_visible(output[2], store, start)
     if store:
-        for position, message in enumerate(output):
-            index = position if position < FIRST_KEPT else start + position - FIRST_KEPT
-            if index in store:
-                positions = stripped_positions if position == FIRST_KEPT else None
-                if edits is not None and positions is None:
-                    output[position] = edits.edited(message, store, index)
-                else:
-                    output[position] = _with_overwrites(message, store, index, positions)
+        # Visit the (few) edited messages rather than every message. The original looks entries
+        # up by number, so only integer indices can match a message.
+        for index in store.message_indices():
+            if type(index) is not int or index < 0:
+                continue
+            if index < FIRST_KEPT:
+                position = index
+            elif start <= index < len(history):
+                position = index - start + FIRST_KEPT
+            else:
+                continue
+            if position == FIRST_KEPT and first_hidden:
+                continue  # done above, with the orphan removal
+            message = output[position]
+            if edits is not None:
+                output[position] = edits.edited(message, store, index)
+            else:
+                output[position] = _with_overwrites(message, store, index, None)
     output = (
         repairs.repair(output)
         if repairs is not None
         else ensure_tool_results_follow_tool_use(output)
     )
-    if stripped_positions is not None and output[2].get("content") == []:
+    if stripped and output[2].get("content") == []:
         output[2] = {**output[2], "content": [{"type": "text", "text": STRIPPED_RESULTS_NOTICE}]}
     return output
+
+
+def _first_visible(message: Message, store: OverwriteStore, index: int) -> tuple[Message, bool]:
+    """The first message after the hidden range, as sent, and whether tool_results were removed.
+
+    Its tool_results answer calls in the hidden range, so they are removed (the provider would
+    reject them as orphans); the store's edits then land on the blocks they were recorded for
+    (deliberate fix 3).
+    """
+    stripped = _without_tool_results(message)
+    if stripped is None:
+        edited = _with_overwrites(message, store, index, None) if index in store else message
+        return edited, False
+    without, positions = stripped
+    if index in store:
+        without = _with_overwrites(without, store, index, positions)
+    return without, True
 
 
 def _without_tool_results(message: Message) -> tuple[Message, dict[int, int]] | None:
