@@ -219,3 +219,40 @@ class TestValidateMessages:
         messages = [U("t"), A([TU("a"), TU("b")]), U([T("x"), TR("b"), TR("zz")])]
         assert {rule for _, rule in _rules(messages)} == {TOOL_USE_UNANSWERED, TOOL_RESULT_UNKNOWN}
         assert validate_messages(ensure_tool_results_follow_tool_use(messages)) == []
+
+
+class TestThinkingRules:
+    def _rules(self, content: list[dict[str, Any]], role: str = "assistant") -> list[str]:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "task"}]
+        if role == "user":
+            messages = [{"role": "user", "content": content}]
+        else:
+            messages.append({"role": "assistant", "content": content})
+        return [v.rule for v in validate_messages(messages)]
+
+    def test_signed_thinking_first_is_clean(self) -> None:
+        """Thinking, then text: what the API expects."""
+        blocks = [
+            {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+            {"type": "redacted_thinking", "data": "abc"},
+            {"type": "text", "text": "answer"},
+        ]
+        assert self._rules(blocks) == []
+
+    def test_thinking_after_text(self) -> None:
+        """A thinking block after a text block is reported."""
+        blocks = [
+            {"type": "text", "text": "answer"},
+            {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+        ]
+        assert self._rules(blocks) == ["thinking-not-first"]
+
+    def test_unsigned_thinking(self) -> None:
+        """Thinking without its signature (or redacted thinking without data) is reported."""
+        blocks = [{"type": "thinking", "thinking": "hmm"}, {"type": "redacted_thinking"}]
+        assert self._rules(blocks) == ["thinking-unsigned", "thinking-unsigned"]
+
+    def test_thinking_in_a_user_message(self) -> None:
+        """Only assistant messages carry thinking."""
+        blocks = [{"type": "thinking", "thinking": "hmm", "signature": "s"}]
+        assert self._rules(blocks, role="user") == ["thinking-in-user"]

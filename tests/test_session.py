@@ -446,3 +446,24 @@ class TestArrivalClipping:
         """A share outside (0, 1] is refused."""
         with pytest.raises(ValueError, match="max_result_share"):
             ContextSession(128_000, max_result_share=1.5)
+
+
+def test_sessions_in_threads_share_nothing() -> None:
+    """Sessions run side by side in threads give what each gives alone."""
+    import threading
+
+    def run(results: dict[int, Any], key: int) -> None:
+        session = ContextSession(16_000, counter=ExactCounter(), clock=Clock())
+        run_loop(session, [1_500 * (key + turn) for turn in range(1, 10)], 16_000)
+        results[key] = session.prepare(system=SYSTEM).messages
+
+    alone: dict[int, Any] = {}
+    for key in range(4):
+        run(alone, key)
+    together: dict[int, Any] = {}
+    threads = [threading.Thread(target=run, args=(together, key)) for key in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert together == alone

@@ -198,6 +198,11 @@ TOOL_USE_UNANSWERED = "tool-use-unanswered"
 TOOL_RESULT_UNKNOWN = "tool-result-unknown"
 EMPTY_CONTENT = "empty-content"
 MALFORMED = "malformed"
+THINKING_NOT_FIRST = "thinking-not-first"
+THINKING_UNSIGNED = "thinking-unsigned"
+THINKING_IN_USER = "thinking-in-user"
+
+_THINKING = frozenset({"thinking", "redacted_thinking"})
 
 
 def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[Violation]:
@@ -205,8 +210,10 @@ def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[V
 
     Rules: the first message is a user message; roles alternate; each tool_use is answered by a
     tool_result in the next message, which is a user message; each tool_result answers a tool_use
-    of the preceding assistant message; no message has empty content; every message and block
-    has a known shape. An empty list is reported too. Never raises for bad input: it reports it.
+    of the preceding assistant message; no message has empty content; thinking blocks appear
+    only in assistant messages, before their other blocks, each with its signature (redacted
+    ones with their data); every message and block has a known shape. An empty list is reported
+    too. Never raises for bad input: it reports it.
     """
     violations: list[Violation] = []
     if not messages:
@@ -238,6 +245,7 @@ def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[V
                 violations.append(
                     Violation(path, TOOL_USE_UNANSWERED, f"no tool_result for tool_use {ids}")
                 )
+        _check_thinking(blocks, role, path, violations)
         offered = set(expected) if role == "user" else set()
         for position, block in enumerate(blocks):
             if block.get("type") == "tool_result" and block.get("tool_use_id") not in offered:
@@ -261,6 +269,30 @@ def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[V
             Violation(f"{name}[{last}]", TOOL_USE_UNANSWERED, "the request ends with a tool_use")
         )
     return violations
+
+
+def _check_thinking(
+    blocks: list[dict[str, Any]], role: str, path: str, violations: list[Violation]
+) -> None:
+    seen_other = False
+    for position, block in enumerate(blocks):
+        kind = block.get("type")
+        where = f"{path}.content[{position}]"
+        if kind not in _THINKING:
+            seen_other = True
+            continue
+        if role != "assistant":
+            violations.append(
+                Violation(where, THINKING_IN_USER, f"a {kind} block in a user message")
+            )
+            continue
+        if seen_other:
+            violations.append(
+                Violation(where, THINKING_NOT_FIRST, f"a {kind} block after other blocks")
+            )
+        key = "signature" if kind == "thinking" else "data"
+        if not isinstance(block.get(key), str) or not block.get(key):
+            violations.append(Violation(where, THINKING_UNSIGNED, f"a {kind} block without {key}"))
 
 
 def _blocks(content: Any, path: str, violations: list[Violation]) -> list[dict[str, Any]]:
