@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .clipping import block_size
-from .messages import Message
+from .messages import Message, tool_calls_before
 from .overwrites import CONTENT, INPUT, EditType, OverwriteStore, text_update
 
 __all__ = ["ENVIRONMENT_TAG", "mask_old_context", "placeholder_for"]
@@ -56,13 +56,14 @@ def mask_old_context(
         if not isinstance(content, list):
             continue
         user = message.get("role") == "user"
-        names = _tool_names(history, index) if user else {}
+        calls = tool_calls_before(history, index) if user else {}
         for position, block in enumerate(content):
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
             if user and kind == "tool_result":
-                results.append((index, position, names.get(block.get("tool_use_id"), "a tool")))
+                call = calls.get(block.get("tool_use_id"))
+                results.append((index, position, str(call.get("name")) if call else "a tool"))
             elif user and kind == "text" and str(block.get("text", "")).startswith(ENVIRONMENT_TAG):
                 environments.append((index, position, block["text"]))
             elif not user and kind == "tool_use":
@@ -103,17 +104,3 @@ def _shortened(tool_input: Any) -> dict[str, Any] | None:
         else:
             shortened[key] = value
     return shortened if changed else None
-
-
-def _tool_names(history: Sequence[Message], index: int) -> dict[Any, str]:
-    if index < 1:
-        return {}
-    previous = history[index - 1]
-    content = previous.get("content")
-    if previous.get("role") != "assistant" or not isinstance(content, list):
-        return {}
-    return {
-        block.get("id"): str(block.get("name"))
-        for block in content
-        if isinstance(block, dict) and block.get("type") == "tool_use"
-    }

@@ -30,6 +30,7 @@ __all__ = [
     "check_history",
     "check_message",
     "shared_prefix",
+    "tool_calls_before",
     "utf16_len",
     "with_block_content",
     "with_block_text",
@@ -148,6 +149,24 @@ def with_block_content(block: Any, text: str) -> Any:
             return {**block, "content": text}
         return {**block, "content": [{"type": "text", "text": text}]}
     return block
+
+
+def tool_calls_before(history: Sequence[Any], index: int) -> dict[Any, dict[str, Any]]:
+    """tool_use id -> tool_use block, of the assistant message just before ``history[index]``.
+
+    What a user message's tool_results answer; empty when that message is not an assistant one.
+    """
+    if index < 1:
+        return {}
+    previous = history[index - 1]
+    content = previous.get("content") if isinstance(previous, dict) else None
+    if previous.get("role") != "assistant" or not isinstance(content, list):
+        return {}
+    return {
+        block.get("id"): block
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id")
+    }
 
 
 def check_message(message: Any, path: str) -> None:

@@ -26,7 +26,7 @@ from .file_reads import (
     _replaced_paths,
     _scan_mentions,
 )
-from .messages import Message, block_text, utf16_len
+from .messages import Message, block_text, tool_calls_before, utf16_len
 from .overwrites import CONTENT, TEXT, EditType, OverwriteStore
 
 __all__ = ["DEFAULT_READ_TOOLS", "NativeReadDetector", "normalize_path"]
@@ -143,7 +143,7 @@ class NativeReadDetector:
             content = message.get("content")
             if message.get("role") != "user" or not isinstance(content, list) or not content:
                 continue
-            calls = _calls_before(history, index)
+            calls = tool_calls_before(history, index)
             for position, block in enumerate(content):
                 if store.latest(index, position) is not None:
                     continue  # already replaced: an older copy of something
@@ -159,7 +159,7 @@ class NativeReadDetector:
         block: Any,
         position: int,
         index: int,
-        calls: Mapping[Any, tuple[Any, Any]],
+        calls: Mapping[Any, dict[str, Any]],
         content: list[Any],
     ) -> tuple[str, _Copy] | None:
         if not isinstance(block, dict):
@@ -177,7 +177,7 @@ class NativeReadDetector:
         call = calls.get(block.get("tool_use_id"))
         if call is None:
             return None
-        path = self._read_path(*call)
+        path = self._read_path(call.get("name"), call.get("input"))
         if path is None:
             return None
         update_kind = (
@@ -211,21 +211,6 @@ class NativeReadDetector:
                 return
             already = replaced
         _scan_mentions(result, index, content, already, blocks=len(content), key=normalize_path)
-
-
-def _calls_before(history: Sequence[Message], index: int) -> dict[Any, tuple[Any, Any]]:
-    """tool_use id -> (name, input) of the assistant message before ``history[index]``."""
-    if index < 1:
-        return {}
-    previous = history[index - 1]
-    content = previous.get("content")
-    if previous.get("role") != "assistant" or not isinstance(content, list):
-        return {}
-    return {
-        block.get("id"): (block.get("name"), block.get("input"))
-        for block in content
-        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id")
-    }
 
 
 def _header_copy(
