@@ -29,8 +29,10 @@ pytest: $(STAMP)
 
 test: lint typecheck pytest
 
+# The evaluation (docs/benchmarks.md and its plots); needs the bench-only extra (langchain-core).
 bench: $(STAMP)
-	$(BIN)/python bench/bench_core.py
+	$(BIN)/python -m pip install --quiet -e '.[dev,plot,bench]'
+	$(BIN)/python bench/evaluate.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,234 @@
+"""What is measured on every replayed request, and the totals per policy, trace and window.
+
+One :class:`Meter` follows one replay. For each request it is given the history up to the
+request, what the policy sent and the replay's record of it, and it keeps:
+
+- tokens: the replay ruler's count of the request (messages and system prompt);
+- over the window / over ``max_allowed_size``: that count against each;
+- prompt-cache reuse: the leading messages equal to the previous request's (role and content
+  compared, which is comparing them as JSON), counted by the ruler with the system prompt, as a
+  share of the request; the first request reuses nothing;
+- billed cost with caching: the common prefix read at 0.1, the rest written at 1.25 (input
+  price 1.0 per token; output not counted, as it is the same for every policy);
+- provider-rule violations (:func:`windowkeeper.validate_messages`), tool pairing apart;
+- context retained: of the content of the full history at that request (every text, tool
+  input, tool result, thinking and image, in UTF-8 bytes, the ruler's unit), the share present
+  unchanged in the request; content a policy replaced (a notice, a placeholder, a clip) or hid
+  counts as lost;
+- messages retained: history messages the request carries, as a share of the history.
+
+A request a policy refused to build (windowkeeper's ``ContextOverflowError``) sends nothing: it
+counts as over the window with the policy's estimate, and is left out of the other metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from windowkeeper import validate_messages
+from windowkeeper.messages import Message
+from windowkeeper.replay import RequestRecord, Ruler, Sent
+from windowkeeper.tokens import image_tokens
+
+__all__ = ["CACHE_READ", "CACHE_WRITE", "Meter", "Totals", "percentile"]
+
+CACHE_WRITE = 1.25
+CACHE_READ = 0.1
+_PAIRING = frozenset({"tool-use-unanswered", "tool-result-unknown"})
+_BYTES_PER_TOKEN = 3  # the ruler's uncalibrated ratio, to weigh images with text
+
+
+def percentile(samples: Sequence[float], share: float) -> float:
+    """The ``share`` quantile of ``samples`` (nearest rank), 0 for none."""
+    if not samples:
+        return 0.0
+    ranked = sorted(samples)
+    return ranked[min(len(ranked) - 1, int(len(ranked) * share))]
+
+
+@dataclass(slots=True)
+class Totals:
+    """Everything measured over one replay."""
+
+    requests: int = 0
+    refused: int = 0
+    over_window: int = 0
+    over_limit: int = 0
+    truncations: int = 0
+    tokens: list[int] = field(default_factory=list)  # per sent request
+    lengths: list[int] = field(default_factory=list)  # history length per sent request
+    reuse: list[float] = field(default_factory=list)
+    cost: float = 0.0
+    violations: int = 0
+    pairing: int = 0
+    bad_requests: int = 0
+    rules: set[str] = field(default_factory=set)  # every provider rule broken
+    context: list[float] = field(default_factory=list)
+    messages: list[float] = field(default_factory=list)
+    times_ms: list[float] = field(default_factory=list)
+    events: list[tuple[int, bool, int, float]] = field(default_factory=list)
+    """Per sent request: (history length, truncated, file reads replaced, cache reuse)."""
+
+    @property
+    def tokens_sent(self) -> int:
+        return sum(self.tokens)
+
+    @property
+    def mean_reuse(self) -> float:
+        return statistics.fmean(self.reuse) if self.reuse else 0.0
+
+    @property
+    def mean_context(self) -> float:
+        return statistics.fmean(self.context) if self.context else 0.0
+
+    @property
+    def mean_messages(self) -> float:
+        return statistics.fmean(self.messages) if self.messages else 0.0
+
+
+def _utf8(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _block_pieces(block: Any) -> list[tuple[str, int]]:
+    """(key, weight) of each piece of content in a block."""
+    if not isinstance(block, dict):
+        text = json.dumps(block, sort_keys=True, default=str)
+        return [(text, _utf8(text))]
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str):
+        return [(block["text"], _utf8(block["text"]))]
+    if kind == "tool_result":
+        inner = block.get("content")
+        if isinstance(inner, str):
+            return [(inner, _utf8(inner))] if inner else []
+        if isinstance(inner, list):
+            return [piece for part in inner for piece in _block_pieces(part)]
+        return []
+    if kind == "tool_use":
+        text = "\x00tool_use" + json.dumps([block.get("name"), block.get("input")], sort_keys=True)
+        return [(text, _utf8(text))]
+    if kind == "thinking" and isinstance(block.get("thinking"), str):
+        return [(block["thinking"], _utf8(block["thinking"]))]
+    if kind == "image":
+        key = "\x00image" + json.dumps(block.get("source"), sort_keys=True)
+        return [(key, image_tokens(block) * _BYTES_PER_TOKEN)]
+    text = json.dumps(block, sort_keys=True, default=str)
+    return [(text, _utf8(text))]
+
+
+class _Pieces:
+    """Content pieces of messages, remembered per block object and per string."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[Any, list[tuple[str, int]]]] = {}
+
+    def of(self, message: Message) -> list[tuple[str, int]]:
+        content = message.get("content")
+        if isinstance(content, str):
+            return self._cached(content, lambda: [(content, _utf8(content))] if content else [])
+        if not isinstance(content, list):
+            return []
+        pieces: list[tuple[str, int]] = []
+        for block in content:
+            pieces.extend(self._cached(block, lambda block=block: _block_pieces(block)))
+        return pieces
+
+    def _cached(self, value: Any, compute: Any) -> list[tuple[str, int]]:
+        entry = self._memo.get(id(value))
+        if entry is None or entry[0] is not value:
+            entry = self._memo[id(value)] = (value, compute())
+        return entry[1]
+
+
+def _api_view(message: Message) -> tuple[Any, Any]:
+    return message.get("role"), message.get("content")
+
+
+class Meter:
+    """Measures the requests of one replay (see the module docstring)."""
+
+    def __init__(self, *, window: int, limit: float, ruler: Ruler, system: Any = None) -> None:
+        self.window = window
+        self.limit = limit
+        self.ruler = ruler
+        self.system = system
+        self.totals = Totals()
+        self._previous: list[tuple[Any, Any]] | None = None
+        self._pieces = _Pieces()
+        self._history_counts: Counter[str] = Counter()
+        self._history_bytes = 0
+        self._seen = 0
+
+    def add(
+        self,
+        history: Sequence[Message],
+        sent: Sent,
+        record: RequestRecord,
+        *,
+        retained_messages: int | None = None,
+        elapsed_ms: float | None = None,
+    ) -> None:
+        """Measure one request: ``history`` is the full history up to it."""
+        totals = self.totals
+        totals.requests += 1
+        totals.truncations += record.truncated
+        if elapsed_ms is not None:
+            totals.times_ms.append(elapsed_ms)
+        if sent.overflow_estimate is not None:
+            totals.refused += 1
+            totals.over_window += record.estimated_tokens > self.window
+            totals.over_limit += record.estimated_tokens > self.limit
+            return
+        messages = sent.messages
+        tokens = record.estimated_tokens
+        totals.tokens.append(tokens)
+        totals.lengths.append(record.index)
+        totals.over_window += tokens > self.window
+        totals.over_limit += tokens > self.limit
+        # prompt cache
+        view = [_api_view(message) for message in messages]
+        previous = self._previous
+        prefix_tokens = 0
+        if previous is not None:
+            common = 0
+            for new, old in zip(view, previous, strict=False):
+                if new[0] != old[0] or not (new[1] is old[1] or new[1] == old[1]):
+                    break
+                common += 1
+            prefix_tokens = self.ruler.count(messages[:common], system=self.system)
+        self._previous = view
+        reuse = prefix_tokens / tokens if tokens else 0.0
+        totals.reuse.append(reuse)
+        totals.events.append((record.index, record.truncated, record.replaced_reads, reuse))
+        totals.cost += CACHE_READ * prefix_tokens + CACHE_WRITE * (tokens - prefix_tokens)
+        # provider rules
+        violations = validate_messages(messages)
+        totals.violations += len(violations)
+        totals.pairing += sum(violation.rule in _PAIRING for violation in violations)
+        totals.bad_requests += bool(violations)
+        totals.rules.update(violation.rule for violation in violations)
+        # context retained
+        for message in history[self._seen :]:
+            for key, weight in self._pieces.of(message):
+                self._history_counts[key] += 1
+                self._history_bytes += weight
+        self._seen = len(history)
+        sent_counts: Counter[str] = Counter()
+        weights: dict[str, int] = {}
+        for message in messages:
+            for key, weight in self._pieces.of(message):
+                sent_counts[key] += 1
+                weights[key] = weight
+        kept = sum(
+            min(count, self._history_counts.get(key, 0)) * weights[key]
+            for key, count in sent_counts.items()
+        )
+        totals.context.append(kept / self._history_bytes if self._history_bytes else 1.0)
+        carried = len(messages) if retained_messages is None else retained_messages
+        totals.messages.append(carried / len(history) if history else 1.0)

@@ -1,0 +1,259 @@
+"""Traces, windows and policies of the evaluation, and the replay loop that measures them.
+
+:func:`load_cases` gives every trace of the corpus beside the checkout (``../shared/corpus/raw``:
+three Cline task folders, the Roo Code export, two SWE-agent trajectories) and the bundled demo
+conversation; :func:`windows_for` picks the windows a trace is replayed at; :func:`run` replays
+one trace at one window under one policy and returns what :class:`~_metrics.Meter` measured,
+with the time of each of the policy's per-request calls.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _metrics import Meter, Totals
+from _peers import LastTokensPolicy, MaskingPolicy
+from _roo import load_roo_export
+from _traces import CORPUS
+from windowkeeper import ContextWindowInfo, context_window_info
+from windowkeeper.cline import ApiRequest
+from windowkeeper.demo import demo_conversation
+from windowkeeper.messages import Message
+from windowkeeper.replay import (
+    ClinePolicy,
+    Policy,
+    Replayer,
+    Ruler,
+    WindowkeeperPolicy,
+    request_points,
+)
+from windowkeeper.trace import load_trace
+
+__all__ = [
+    "NOMINAL_WINDOWS",
+    "POLICIES",
+    "Case",
+    "Run",
+    "WindowChoice",
+    "load_cases",
+    "make_case",
+    "run",
+    "windows_for",
+]
+
+NOMINAL_WINDOWS = (64_000, 128_000, 200_000)
+FULL_SIZE = 250_000
+"""A trace at least this large (by the ruler) is replayed at the nominal windows."""
+SCALED_SHARES = (0.35, 0.55, 0.75)
+"""Shorter traces: the limit sits this far from the fixed head (system prompt and messages 0-1)
+to the whole trace, one share per nominal window, so that every window truncates."""
+
+CLINE = "cline"
+CLINE_RECORDED = "cline (recorded usage)"
+WINDOWKEEPER = "windowkeeper"
+LAST_TOKENS = "last-tokens"
+MASKING = "masking"
+POLICIES = (CLINE, WINDOWKEEPER, LAST_TOKENS, MASKING, CLINE_RECORDED)
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One conversation to replay."""
+
+    name: str
+    source: str
+    history: tuple[Message, ...]
+    system: Any = None
+    requests: tuple[ApiRequest, ...] = ()
+
+    @property
+    def has_recorded_usage(self) -> bool:
+        return any(request.usage is not None for request in self.requests)
+
+
+@dataclass(frozen=True, slots=True)
+class WindowChoice:
+    """A nominal window and the window a trace is replayed at (scaled down when short)."""
+
+    nominal: int
+    info: ContextWindowInfo
+    scaled: bool
+
+    @property
+    def window(self) -> int:
+        return self.info.context_window
+
+
+@dataclass(slots=True)
+class Run:
+    """One replay: what was measured, and per request the time of parts of the policy's call
+    (for windowkeeper's session: the original algorithm inside it, and its estimates)."""
+
+    case: str
+    policy: str
+    choice: WindowChoice
+    totals: Totals
+    parts_ms: dict[str, list[float]]
+
+
+def make_case(
+    name: str, source: str, history: Sequence[Message], system: Any = None, requests: Any = ()
+) -> Case:
+    return Case(name, source, tuple(history), system, tuple(requests))
+
+
+def load_cases(corpus: Path = CORPUS) -> list[Case]:
+    """Every trace of the corpus that is present, then the demo conversation."""
+    cases: list[Case] = []
+    traces = (
+        ("cline-gcp-443", "cline-native-gcp-refactor-redacted", "Cline task folder"),
+        ("cline-unity-1", "cline-native-unity-task1", "Cline task folder"),
+        ("cline-unity-2", "cline-native-unity-task2", "Cline task folder"),
+        ("swe-marshmallow", "swe-agent/marshmallow-1867_function_calling.traj", "SWE-agent .traj"),
+        ("swe-pydicom", "swe-agent/pydicom-1458_gpt4.traj", "SWE-agent .traj"),
+    )
+    for name, relative, kind in traces:
+        path = corpus / relative
+        if path.exists():
+            trace = load_trace(path)
+            cases.append(make_case(name, kind, trace.history, trace.system, trace.requests))
+    roo = corpus / "roo-markdown-export" / "roo_task_export_courseLLM.md"
+    if roo.exists():
+        cases.append(make_case("roo-export", "Roo Code Markdown export", load_roo_export(roo)))
+    cases.append(make_case("demo", "windowkeeper.demo (generated)", demo_conversation()))
+    return cases
+
+
+def windows_for(case: Case) -> list[WindowChoice]:
+    """64k, 128k and 200k; for a trace under :data:`FULL_SIZE`, windows scaled to it."""
+    ruler = Ruler()
+    total = ruler.count(case.history, system=case.system)
+    if total >= FULL_SIZE:
+        return [WindowChoice(n, context_window_info(n), False) for n in NOMINAL_WINDOWS]
+    head = ruler.count(case.history[:2], system=case.system)
+    choices = []
+    for nominal, share in zip(NOMINAL_WINDOWS, SCALED_SHARES, strict=True):
+        limit = head + (total - head) * share
+        window = math.ceil(limit / 0.8 / 100) * 100
+        choices.append(WindowChoice(nominal, context_window_info(window), True))
+    return choices
+
+
+class _Clock:
+    """Milliseconds spent in the wrapped calls during the current request."""
+
+    def __init__(self) -> None:
+        self.current = 0.0
+
+    def wrap(self, owner: Any, method: str) -> None:
+        """Time every call of ``owner.method`` (an instance attribute shadows the method)."""
+        inner: Callable[..., Any] = getattr(owner, method)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.current += (time.perf_counter() - started) * 1000
+
+        setattr(owner, method, timed)
+
+    def take(self) -> float:
+        value, self.current = self.current, 0.0
+        return value
+
+
+def _policy(name: str, info: ContextWindowInfo, counter: Ruler, system: Any) -> Policy:
+    if name in (CLINE, CLINE_RECORDED):
+        return ClinePolicy(info)
+    if name == WINDOWKEEPER:  # the default session, judging requests by a ruler of its own
+        return WindowkeeperPolicy(info, counter=counter, system=system)
+    if name == LAST_TOKENS:
+        return LastTokensPolicy(info, system=system)
+    if name == MASKING:
+        return MaskingPolicy(info, system=system)
+    raise ValueError(f"unknown policy {name!r}")
+
+
+def _install_clocks(policy: Policy, counter: Ruler) -> tuple[_Clock, dict[str, _Clock]]:
+    """A clock on the policy's per-request call, and clocks on parts of it.
+
+    The per-request call is what an agent loop would call: the manager's
+    ``get_new_context_messages_and_metadata`` for cline; ``extend``, ``record_usage`` and
+    ``prepare`` of the session for windowkeeper; ``send`` for the peers. Replay bookkeeping
+    (counting the store's replacements for the report) is left out. Inside the session, the
+    original algorithm (the manager's call) and the pre-flight estimates (its counter) are also
+    timed apart.
+    """
+    call = _Clock()
+    if isinstance(policy, ClinePolicy):
+        call.wrap(policy.manager, "get_new_context_messages_and_metadata")
+        return call, {}
+    if isinstance(policy, WindowkeeperPolicy):
+        parts = {"original algorithm": _Clock(), "estimates": _Clock()}
+        for method in ("extend", "record_usage", "prepare"):
+            call.wrap(policy.session, method)
+        parts["original algorithm"].wrap(
+            policy.session.manager, "get_new_context_messages_and_metadata"
+        )
+        parts["estimates"].wrap(counter, "count")
+        return call, parts
+    call.wrap(policy, "send")
+    return call, {}
+
+
+def run(
+    case: Case,
+    choice: WindowChoice,
+    policy_name: str,
+    *,
+    measure: bool = True,
+    upto: int | None = None,
+) -> Run:
+    """Replay ``case`` at ``choice`` under ``policy_name``, request by request.
+
+    ``measure=False`` only times the calls (no metrics between them); ``upto`` stops before the
+    first request past that history length.
+    """
+    history = case.history
+    ruler = Ruler()
+    counter = Ruler()  # counts as the replay's ruler does; its own, so its time can be taken
+    policy = _policy(policy_name, choice.info, counter, case.system)
+    call, parts = _install_clocks(policy, counter)
+    part_times: dict[str, list[float]] = {name: [] for name in parts}
+    usage = "recorded" if policy_name == CLINE_RECORDED else "estimated"
+    replayer = Replayer(
+        history,
+        window=choice.info,
+        policy=policy,
+        usage=usage,
+        requests=case.requests,
+        ruler=ruler,
+        system=case.system,
+    )
+    meter = Meter(
+        window=choice.window, limit=choice.info.max_allowed_size, ruler=ruler, system=case.system
+    )
+    gc.collect()
+    for length in request_points(history):
+        if upto is not None and length > upto:
+            break
+        sent, record = replayer.request(length)
+        elapsed = call.take()
+        for name, clock in parts.items():
+            part_times[name].append(clock.take())
+        if measure:
+            retained = getattr(policy, "retained_messages", None)
+            meter.add(
+                history[:length], sent, record, retained_messages=retained, elapsed_ms=elapsed
+            )
+        else:
+            meter.totals.times_ms.append(elapsed)
+            meter.totals.lengths.append(length)
+    return Run(case.name, policy_name, choice, meter.totals, part_times)
