@@ -67,7 +67,7 @@ class Totals:
     violations: int = 0
     pairing: int = 0
     bad_requests: int = 0
-    rules: set[str] = field(default_factory=set)  # every provider rule broken
+    rules: Counter[str] = field(default_factory=Counter)  # violations per provider rule
     context: list[float] = field(default_factory=list)
     messages: list[float] = field(default_factory=list)
     times_ms: list[float] = field(default_factory=list)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from _evaluation import BREAK, HEADLINE, Evaluation
+from _findings import format_findings
 from _tables import format_overhead, format_trace_overview, format_trace_table
 from _targets import format_cache_analysis, format_targets
 
@@ -90,7 +91,9 @@ def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
     else:
         out += format_trace_table(evaluation, headline)
         out += [""]
-    out += ["## Targets for windowkeeper's default policy", "", provenance, ""]
+    out += ["## Findings", ""]
+    out += format_findings(evaluation)
+    out += ["", "## Targets for windowkeeper's default policy", "", provenance, ""]
     out += format_targets(evaluation)
     out += [
         "",

@@ -65,7 +65,7 @@ def format_targets(evaluation: Evaluation) -> list[str]:
             if totals.violations:
                 stored = {v.rule for v in validate_messages(list(case.history))}
                 # every rule broken is broken by the stored history too
-                inherited = bool(stored) and run.totals.rules <= stored
+                inherited = bool(stored) and set(run.totals.rules) <= stored
                 reason = (
                     f"inherited: the trace itself breaks the rule ({_first_violation(case)})"
                     if inherited
