@@ -91,6 +91,7 @@ def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
     else:
         out += format_trace_table(evaluation, headline)
         out += [""]
+        out += _plot(plots, "bench-tokens-443-128k.png")
     out += ["## Findings", ""]
     out += format_findings(evaluation)
     out += ["", "## Targets for windowkeeper's default policy", "", provenance, ""]
@@ -106,7 +107,8 @@ def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
         "",
     ]
     out += format_cache_analysis(evaluation)
-    out += ["", "## Per-turn overhead", "", provenance, ""]
+    out += ["", *_plot(plots, "bench-cache-443.png")]
+    out += ["## Per-turn overhead", "", provenance, ""]
     out += [
         f"On the 443-message trace: each policy's per-request call, over {evaluation.timing_rounds}"
         " replays per window (estimated usage). For cline that call is the original algorithm"
@@ -116,7 +118,8 @@ def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
         "",
     ]
     out += format_overhead(evaluation)
-    out += ["", "## Every trace", "", provenance, ""]
+    out += ["", *_plot(plots, "bench-overhead.png")]
+    out += ["## Every trace", "", provenance, ""]
     out += format_trace_overview(evaluation)
     out += [
         "",
@@ -132,10 +135,6 @@ def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
         out += [f"### `{case.name}` ({case.source})", ""]
         out += format_trace_table(evaluation, case)
         out += [""]
-    if plots:
-        out += ["## Plots", ""]
-        out += [f"![{title}]({name})" for name, title in _plot_titles(plots)]
-        out += [""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -146,5 +145,6 @@ _TITLES = {
 }
 
 
-def _plot_titles(plots: Sequence[str]) -> list[tuple[str, str]]:
-    return [(name, _TITLES.get(name, name)) for name in plots]
+def _plot(plots: Sequence[str], name: str) -> list[str]:
+    """The Markdown image of plot ``name``, when it was written."""
+    return [f"![{_TITLES[name]}]({name})", ""] if name in plots else []

@@ -100,6 +100,7 @@ class Run:
     choice: WindowChoice
     totals: Totals
     parts_ms: dict[str, list[float]]
+    store_entries: int | None = None  # edited messages in the policy's store at the end
 
 
 def make_case(
@@ -256,4 +257,9 @@ def run(
         else:
             meter.totals.times_ms.append(elapsed)
             meter.totals.lengths.append(length)
-    return Run(case.name, policy_name, choice, meter.totals, part_times)
+    manager = getattr(policy, "manager", None)
+    session = getattr(policy, "session", None)
+    if session is not None:
+        manager = session.manager
+    entries = len(manager.store) if manager is not None else None
+    return Run(case.name, policy_name, choice, meter.totals, part_times, entries)
