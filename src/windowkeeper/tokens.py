@@ -47,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NamedTuple, Protocol
 
 from ._errors import MalformedMessageError
-from .messages import Message, check_message
+from .messages import Message, check_message, shared_prefix
 
 __all__ = [
     "MAX_IMAGE_TOKENS",
@@ -415,6 +415,7 @@ class CalibratedEstimator:
         self._cache: dict[int, tuple[Message, _Units]] = {}
         self._anchor: _Anchor | None = None
         self._first: _Anchor | None = None
+        self._last_count: tuple[list[Message], _Units] | None = None
         self._system_parts: tuple[Any, ...] | None = None
         self._system_units = _NO_UNITS
         self._tools_parts: tuple[Any, ...] | None = None
@@ -455,7 +456,7 @@ class CalibratedEstimator:
             text += tools_units - anchor.tools_units
             images = added.images + system_units.images - anchor.system_units.images
             return max(0, anchor.reported + self._padded(text, added.thinking) + images)
-        totals = self._units_of(messages, 0)
+        totals = self._totals(messages)
         self._prune(messages)
         text = totals.text + system_units.text + tools_units
         images = totals.images + system_units.images
@@ -549,6 +550,22 @@ class CalibratedEstimator:
         upper = _weighted_quantile(self._errors, _MARGIN_QUANTILE)
         self._margin = min(_MAX_MARGIN, max(self._min_margin, upper))
 
+    def _totals(self, messages: Sequence[Message]) -> _Units:
+        """Summed units of all ``messages``; only the new ones when they extend the last call's."""
+        last = self._last_count
+        if last is not None and shared_prefix(last[0], messages) == len(last[0]):
+            added = self._units_of(messages, len(last[0]))
+            totals = _Units(
+                last[1].text + added.text,
+                last[1].thinking + added.thinking,
+                last[1].images + added.images,
+            )
+        else:
+            totals = self._units_of(messages, 0)
+        if len(messages) > 1:  # a single message measured on its own is not a request to extend
+            self._last_count = (list(messages), totals)
+        return totals
+
     def _units_of(self, messages: Sequence[Message], start: int) -> _Units:
         """Summed units of ``messages[start:]``, measuring each message once (cached by id)."""
         cache = self._cache
@@ -579,12 +596,14 @@ class CalibratedEstimator:
         return self._system_units, self._tools_units
 
     def _prune(self, messages: Sequence[Message]) -> None:
-        """Once the cache has grown, keep only the measurements of the anchor's messages and of
-        ``messages``: it holds messages alive, and callers may count many candidate requests."""
+        """Once the cache has grown, keep only the measurements of the anchor's messages, of the
+        last whole count and of ``messages``: it holds messages alive, and callers may count many
+        candidate requests (or single messages) in between."""
         anchored = self._anchor.messages if self._anchor is not None else ()
-        if len(self._cache) <= 2 * (len(anchored) + len(messages)) + 64:
+        counted = self._last_count[0] if self._last_count is not None else ()
+        if len(self._cache) <= 2 * (len(anchored) + len(counted) + len(messages)) + 64:
             return
-        keep = {id(message) for message in (*anchored, *messages)}
+        keep = {id(message) for message in (*anchored, *counted, *messages)}
         self._cache = {key: entry for key, entry in self._cache.items() if key in keep}
 
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .messages import Message, with_block_content, with_block_text
+from .messages import Message, shared_prefix, with_block_content, with_block_text
 from .notices import STRIPPED_RESULTS_NOTICE
 from .overwrites import CONTENT, INPUT, OverwriteStore, Update
 from .pairing import RepairMemo, ensure_tool_results_follow_tool_use
@@ -29,11 +29,12 @@ class OverwriteMemo:
     sent identical between requests, object for object. Not thread-safe; one per manager.
     """
 
-    __slots__ = ("_copies", "_firsts", "_revision", "_store")
+    __slots__ = ("_copies", "_firsts", "_last", "_revision", "_store")
 
     def __init__(self) -> None:
         self._copies: dict[int, tuple[Message, Message]] = {}
         self._firsts: dict[int, tuple[Message, tuple[Message, bool]]] = {}
+        self._last: tuple[int, list[Message], list[Message], bool] | None = None
         self._store: OverwriteStore | None = None
         self._revision = -1
 
@@ -41,8 +42,28 @@ class OverwriteMemo:
         if self._store is not store or self._revision != store.revision:
             self._copies = {}
             self._firsts = {}
+            self._last = None
             self._store = store
             self._revision = store.revision
+
+    def visible(
+        self, history: Sequence[Message], start: int, store: OverwriteStore
+    ) -> tuple[list[Message], bool]:
+        """:func:`_visible`; when ``history`` extends the last call's, only the new part is done."""
+        self._current(store)
+        last = self._last
+        if last is not None and last[0] == start and start < len(last[1]) <= len(history):
+            done = len(last[1])
+            if shared_prefix(last[1], history) == done:
+                output = last[2] + [
+                    self.edited(message, store, index) if index in store else message
+                    for index, message in enumerate(history[done:], done)
+                ]
+                self._last = (start, list(history), output, last[3])
+                return list(output), last[3]
+        output, stripped = _visible(history, start, store, self)
+        self._last = (start, list(history), output, stripped)
+        return list(output), stripped
 
     def first_visible(
         self, message: Message, store: OverwriteStore, index: int
@@ -81,6 +102,27 @@ def truncated_messages(
     if len(history) <= 1:
         return list(history)
     start = max(visible_start(deleted_range), FIRST_KEPT)
+    if edits is not None:
+        output, stripped = edits.visible(history, start, store)
+    else:
+        output, stripped = _visible(history, start, store, None)
+    output = (
+        repairs.repair(output)
+        if repairs is not None
+        else ensure_tool_results_follow_tool_use(output)
+    )
+    if stripped and output[2].get("content") == []:
+        output[2] = {**output[2], "content": [{"type": "text", "text": STRIPPED_RESULTS_NOTICE}]}
+    return output
+
+
+def _visible(
+    history: Sequence[Message], start: int, store: OverwriteStore, edits: OverwriteMemo | None
+) -> tuple[list[Message], bool]:
+    """Messages 0-1 and the rest from ``start``, orphans removed and edits applied (no repair).
+
+    Also says whether the first message after the hidden range lost tool_results.
+    """
     output: list[Message] = [history[0], history[1], *history[start:]]
     stripped = False
     first_hidden = start > FIRST_KEPT and len(output) > FIRST_KEPT
@@ -90,8 +132,8 @@ def truncated_messages(
         else:
             output[2], stripped = _first_visible(output[2], store, start)
     if store:
-        # Visit the (few) edited messages rather than every message. The original looks entries
-        # up by number, so only integer indices can match a message.
+        # Visit the edited messages rather than every message. The original looks entries up
+        # by number, so only integer indices can match a message.
         for index in store.message_indices():
             if type(index) is not int or index < 0:
                 continue
@@ -108,14 +150,7 @@ def truncated_messages(
                 output[position] = edits.edited(message, store, index)
             else:
                 output[position] = _with_overwrites(message, store, index, None)
-    output = (
-        repairs.repair(output)
-        if repairs is not None
-        else ensure_tool_results_follow_tool_use(output)
-    )
-    if stripped and output[2].get("content") == []:
-        output[2] = {**output[2], "content": [{"type": "text", "text": STRIPPED_RESULTS_NOTICE}]}
-    return output
+    return output, stripped
 
 
 def _first_visible(message: Message, store: OverwriteStore, index: int) -> tuple[Message, bool]:
