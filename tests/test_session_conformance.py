@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from windowkeeper import ClineReadDetector, TokenUsage
-from windowkeeper.session import ContextSession, place_truncation_notice
+from windowkeeper.session import ContextSession, finish_request
 
 from .test_conformance import ALL_VECTORS, _expand, _resolve
 
@@ -109,7 +109,7 @@ def replay(vector: dict[str, Any]) -> int:
         got_range = list(prepared.deleted_range) if prepared.deleted_range else None
         assert got_range == expect["deleted_range"], f"{where}: range"
         expected_messages = _expand(expect["truncated_history"], history, vector["pool"])
-        expected_messages = place_truncation_notice(expected_messages, session.manager.store)
+        expected_messages = finish_request(expected_messages, session.manager.store)
         assert json.loads(json.dumps(prepared.messages)) == json.loads(
             json.dumps(expected_messages)
         ), f"{where}: messages"

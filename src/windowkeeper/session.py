@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from ._errors import ContextOverflowError, TaskFolderError
 from ._openai_history import OpenAIHistory
+from .alternation import RoleMerger, merge_same_roles
 from .clipping import MIN_KEPT_CHARS, Clip, apply_clips, clippable_blocks
 from .file_reads import ReadDetector
 from .manager import ContextManager
@@ -46,7 +47,13 @@ from .truncation import DeletedRange, Keep, check_range, next_range, visible_sta
 from .usage import TokenUsage
 from .window import ContextWindowInfo, context_window_info
 
-__all__ = ["Checkpoint", "ContextSession", "Prepared", "place_truncation_notice"]
+__all__ = [
+    "Checkpoint",
+    "ContextSession",
+    "Prepared",
+    "finish_request",
+    "place_truncation_notice",
+]
 
 HISTORY_FILE = "api_conversation_history.json"
 STATE_FILE = "windowkeeper_session.json"
@@ -149,6 +156,7 @@ class ContextSession:
         )
         self._placer = ResultPlacer() if place_results else None
         self._clip_memo: dict[Clip, tuple[Message, Message]] = {}
+        self._merger = RoleMerger()
         if max_result_share is not None and not 0 < max_result_share <= 1:
             raise ValueError(
                 f"max_result_share must be in (0, 1] or None, got {max_result_share!r}"
@@ -375,7 +383,8 @@ class ContextSession:
         return self._visible(sent)
 
     def _visible(self, sent: list[Message]) -> list[Message]:
-        return place_truncation_notice(sent, self._manager.store)
+        # finish_request, with the merge check limited to what is new since the last request
+        return self._merger.merge(place_truncation_notice(sent, self._manager.store))
 
     def _next_clip(self, estimate: int, limit: float) -> Clip | None:
         """A tighter clip of the newest turn's largest result that removes the excess, or None."""
@@ -543,6 +552,12 @@ class ContextSession:
             )
         except (ValueError, KeyError, TypeError, IndexError) as error:
             raise TaskFolderError(f"{state_path}: unreadable session state: {error!r}") from None
+
+
+def finish_request(sent: list[Message], store: OverwriteStore) -> list[Message]:
+    """What the session changes in what the original would send: the truncation notice placed
+    where the model sees it, and runs of one role merged so roles alternate."""
+    return merge_same_roles(place_truncation_notice(sent, store))
 
 
 def place_truncation_notice(sent: list[Message], store: OverwriteStore) -> list[Message]:
