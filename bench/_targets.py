@@ -177,20 +177,20 @@ def _overhead(evaluation: Evaluation) -> tuple[list[list[str]], list[str]]:
             estimates = _median(evaluation.timing_parts.get((choice.nominal, "estimates")))
             run = evaluation.run(HEADLINE, choice.nominal, WINDOWKEEPER)
             base = evaluation.run(HEADLINE, choice.nominal, CLINE)
-            edits = ""
-            if run and base and run.store_entries is not None and base.store_entries is not None:
-                edits = (
-                    f" (its store ends with {run.store_entries} edited messages, the"
-                    f" original's with {base.store_entries})"
+            slower = ""
+            if run and base and inside > 1.5 * original:
+                slower = (
+                    ", slower there as it renders the visible history with the session's edits"
+                    f" (its store ends with {run.store_entries} edited messages, the original's"
+                    f" with {base.store_entries})"
                 )
             reasons.append(
                 f"Per-turn time at {window_label(choice)}: of the session's median"
-                f" {ms(value)} ms, the original algorithm inside it takes {ms(inside)} ms against"
-                f" {ms(original)} ms on its own, as it renders the visible history with the"
-                f" session's edits{edits}; the pre-flight estimate takes {ms(estimates)} ms; the"
-                f" rest ({ms(max(0.0, value - inside - estimates))} ms) is the session's own"
-                " steps (placing Cline's text results, checking the new messages, clipping on"
-                " arrival, the truncation notice)."
+                f" {ms(value)} ms, the original algorithm inside it takes {ms(inside)} ms"
+                f" ({ms(original)} ms on its own{slower}), the pre-flight estimate"
+                f" {ms(estimates)} ms, and the session's own steps (placing Cline's text results,"
+                " checking the new messages, clipping on arrival, the truncation notice, the"
+                f" bookkeeping of the last request) {ms(max(0.0, value - inside - estimates))} ms."
             )
     if medians:
         rows.append(

@@ -7,7 +7,7 @@ traces missing there are skipped) and the demo conversation under cline, windowk
 on the 443-message trace and on a generated 5,000-message session; and writes
 ``docs/benchmarks.md`` and ``docs/bench-*.png``. The traces are read where they are, never
 copied. Options: ``--docs DIR`` writes elsewhere; ``--rounds N`` sets the timing replays per
-window on the 443-message trace (default 3); ``--messages N`` sizes the generated session
+window on the 443-message trace (default 5); ``--messages N`` sizes the generated session
 (default 5,000; 0 skips it).
 """
 
@@ -127,7 +127,7 @@ def time_growth(messages: int) -> Growth:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=Path, default=ROOT / "docs")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--messages", type=int, default=5000)
     args = parser.parse_args(argv)
     started = time.perf_counter()
