@@ -6,6 +6,7 @@ import statistics
 
 from _evaluation import HEADLINE, LABELS, Evaluation
 from _runner import CLINE, CLINE_RECORDED, LAST_TOKENS, MASKING, WINDOWKEEPER, Run
+from _tables import window_label
 from windowkeeper import validate_messages
 
 __all__ = ["format_findings"]
@@ -44,13 +45,17 @@ def format_findings(evaluation: Evaluation) -> list[str]:
     )
     costs = []
     for policy in (WINDOWKEEPER, LAST_TOKENS, MASKING):
-        ratios = [
-            r.totals.cost / b.totals.cost for r, b in _pairs(evaluation, policy) if b.totals.cost
-        ]
+        ratios = sorted(
+            (r.totals.cost / b.totals.cost, f"`{r.case}` at {window_label(r.choice)}")
+            for r, b in _pairs(evaluation, policy)
+            if b.totals.cost
+        )
         if ratios:
+            (low, low_at), (high, high_at) = ratios[0], ratios[-1]
+            middle = statistics.median(ratio for ratio, _ in ratios)
             costs.append(
-                f"{LABELS[policy]} {statistics.median(ratios):.2f}×"
-                f" ({min(ratios):.2f}-{max(ratios):.2f}×)"
+                f"{LABELS[policy]} {middle:.2f}× ({low:.2f}× on {low_at} to {high:.2f}× on"
+                f" {high_at})"
             )
     lines.append(
         "- Billed cost with caching relative to cline, median (range) over every setting: "
@@ -96,18 +101,35 @@ def format_findings(evaluation: Evaluation) -> list[str]:
     inherited = []
     for case in evaluation.cases:
         rules = {v.rule for v in validate_messages(list(case.history))} - {"tool-use-unanswered"}
-        if rules:
-            inherited.append(f"`{case.name}` ({', '.join(sorted(rules))})")
+        if not rules:
+            continue
+        senders = [
+            policy
+            for policy in _COMPARED
+            if any(
+                rules & set(run.totals.rules)
+                for (name, _, p), run in evaluation.runs.items()
+                if name == case.name and p == policy
+            )
+        ]
+        others = [LABELS[p] for p in _COMPARED if p not in senders]
+        sent = ", ".join(LABELS[p] for p in senders) or "no policy"
+        inherited.append(
+            f"`{case.name}` breaks {', '.join(sorted(rules))} in the history itself: {sent}"
+            f" sent it as it is"
+            + (
+                f"; {', '.join(others)} did not (they merge consecutive messages of one role)"
+                if others
+                else ""
+            )
+        )
     if inherited:
         lines.append(
             "- Violations inherited from a trace: "
-            + ", ".join(inherited)
-            + " breaks a rule in the history itself; cline, windowkeeper and masking send it as"
-            " it is (they never merge messages), while the LangChain conversion merges"
-            " consecutive user messages, as LangChain's chat models do. The Cline traces' many"
-            " unanswered tool_use blocks (results stored as text) are answered in what every"
-            " policy sends: by the original's pairing repair, by placing the text results, or,"
-            " for LangChain, in the history it is given."
+            + "; ".join(inherited)
+            + ". The Cline traces' many unanswered tool_use blocks (results stored as text) are"
+            " answered in what every policy sends: by the original's pairing repair, by placing"
+            " the text results, or, for LangChain, in the history it is given."
         )
     reference = evaluation.run(HEADLINE, 200_000, CLINE_RECORDED)
     if reference is not None:

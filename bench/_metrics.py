@@ -15,7 +15,8 @@ request, what the policy sent and the replay's record of it, and it keeps:
   input, tool result, thinking and image, in UTF-8 bytes, the ruler's unit), the share present
   unchanged in the request; content a policy replaced (a notice, a placeholder, a clip) or hid
   counts as lost;
-- messages retained: history messages the request carries, as a share of the history.
+- messages retained: history messages the request carries (hidden by no range; a message merged
+  into another or edited still counts), as a share of the history.
 
 A request a policy refused to build (windowkeeper's ``ContextOverflowError``) sends nothing: it
 counts as over the window with the policy's estimate, and is left out of the other metrics.
@@ -230,5 +231,17 @@ class Meter:
             for key, count in sent_counts.items()
         )
         totals.context.append(kept / self._history_bytes if self._history_bytes else 1.0)
-        carried = len(messages) if retained_messages is None else retained_messages
+        carried = (
+            _carried(len(history), record.deleted_range)
+            if retained_messages is None
+            else retained_messages
+        )
         totals.messages.append(carried / len(history) if history else 1.0)
+
+
+def _carried(length: int, deleted_range: tuple[int, int] | None) -> int:
+    """History messages a request carries when ``deleted_range`` is hidden (merged or not)."""
+    if deleted_range is None:
+        return length
+    start, end = deleted_range
+    return length - max(0, min(end, length - 1) - max(start, 0) + 1)

@@ -79,8 +79,7 @@ def _everywhere(evaluation: Evaluation) -> tuple[list[list[str]], list[str]]:
         if stored and set(rules) <= stored:
             reasons.append(
                 f"Violations on `{case.name}` are inherited: the trace itself breaks the same"
-                f" rule ({_first_violation(case)}), and the session sends those messages as they"
-                " are; it repairs tool pairing but never merges two messages of the same role."
+                f" rule ({_first_violation(case)}), and the session sends it on."
             )
         else:
             reasons.append(f"Violations on `{case.name}` are sent by the session itself.")
