@@ -157,6 +157,7 @@ class ContextSession:
         self._placer = ResultPlacer() if place_results else None
         self._clip_memo: dict[Clip, tuple[Message, Message]] = {}
         self._merger = RoleMerger()
+        self._noticed: tuple[Message, Message] | None = None
         if max_result_share is not None and not 0 < max_result_share <= 1:
             raise ValueError(
                 f"max_result_share must be in (0, 1] or None, got {max_result_share!r}"
@@ -383,8 +384,16 @@ class ContextSession:
         return self._visible(sent)
 
     def _visible(self, sent: list[Message]) -> list[Message]:
-        # finish_request, with the merge check limited to what is new since the last request
-        return self._merger.merge(place_truncation_notice(sent, self._manager.store))
+        # finish_request, remembering its work: the same first answer gets the same noticed copy,
+        # and only what is new since the last request is checked for runs of one role
+        placed = place_truncation_notice(sent, self._manager.store)
+        if placed is not sent:
+            known = self._noticed
+            if known is not None and known[0] is sent[1]:
+                placed[1] = known[1]
+            else:
+                self._noticed = (sent[1], placed[1])
+        return self._merger.merge(placed)
 
     def _next_clip(self, estimate: int, limit: float) -> Clip | None:
         """A tighter clip of the newest turn's largest result that removes the excess, or None."""
