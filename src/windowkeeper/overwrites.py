@@ -18,7 +18,7 @@ what it rebuilds its maps from loads, what makes it throw (and so start empty) r
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -174,6 +174,19 @@ class OverwriteStore:
     def message_indices(self) -> list[Any]:
         """The edited message indices, in insertion order."""
         return [_plain(key) for key in self._entries]
+
+    def update_count(self, edit_types: Collection[Any] | None = None) -> int:
+        """How many updates the store holds, in entries of ``edit_types`` (all when None).
+
+        Counts without copying anything, unlike :meth:`entries`.
+        """
+        return sum(
+            len(updates)
+            for entry in self._entries.values()
+            if edit_types is None or entry.edit_type in edit_types
+            for updates in entry.blocks.values()
+            if isinstance(updates, list)
+        )
 
     def entries(self) -> Iterator[Entry]:
         """Every entry as a typed value, in insertion order (what the JSON lists, in that order).

@@ -150,12 +150,7 @@ class Ruler:
 
 def _read_replacements(store: OverwriteStore) -> int:
     """How many file-content replacements the store holds (the truncation notice is not one)."""
-    return sum(
-        len(block.updates)
-        for entry in store.entries()
-        if entry.edit_type in _READ_EDITS
-        for block in entry.blocks
-    )
+    return store.update_count(_READ_EDITS)
 
 
 class ClinePolicy:
