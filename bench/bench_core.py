@@ -6,28 +6,13 @@ milliseconds; numbers go into the docs and closing notes, never into test assert
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
+from _timing import summary, timings
 from _traces import load_gcp_trace, recorded_usage
 from windowkeeper import ContextManager, ContextSession, TokenUsage
-
-
-def _timings(call: Callable[[], Any], runs: int) -> list[float]:
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - started) * 1000)
-    return sorted(samples)
-
-
-def _summary(name: str, samples: list[float]) -> str:
-    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
-    return f"{name:<58} median {statistics.median(samples):8.4f} ms   p95 {p95:8.4f} ms   n={len(samples)}"
 
 
 def replay_per_turn(history: list[dict[str, Any]], window: int) -> tuple[list[float], Any]:
@@ -78,15 +63,15 @@ def main() -> int:
     print(f"trace: {len(history)} messages, Python {sys.version.split()[0]}")
     manager = ContextManager()
     print(
-        _summary(
+        summary(
             "get_truncated_messages, 443 messages, no range",
-            _timings(lambda: manager.get_truncated_messages(history, None), 300),
+            timings(lambda: manager.get_truncated_messages(history, None), 300),
         )
     )
     print(
-        _summary(
+        summary(
             "get_truncated_messages, 443 messages, range (2, 199)",
-            _timings(lambda: manager.get_truncated_messages(history, (2, 199)), 300),
+            timings(lambda: manager.get_truncated_messages(history, (2, 199)), 300),
         )
     )
     for window in (128_000, 64_000):
@@ -94,17 +79,13 @@ def main() -> int:
         samples = sorted(s for round_samples, _ in rounds for s in round_samples)
         final_range = rounds[-1][1]
         print(
-            _summary(
-                f"per turn (replay, recorded usage, window {window}) -> {final_range}", samples
-            )
+            summary(f"per turn (replay, recorded usage, window {window}) -> {final_range}", samples)
         )
     for window in (128_000, 64_000):
         rounds = [replay_session(history, window) for _ in range(3)]
         samples = sorted(s for round_samples, _ in rounds for s in round_samples)
         print(
-            _summary(
-                f"ContextSession.prepare per turn, window {window} -> {rounds[-1][1]}", samples
-            )
+            summary(f"ContextSession.prepare per turn, window {window} -> {rounds[-1][1]}", samples)
         )
     return 0
 

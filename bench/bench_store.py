@@ -8,13 +8,12 @@ and closing notes, never into test assertions.
 
 from __future__ import annotations
 
-import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _timing import summary, timings
 from windowkeeper import ContextManager, EditType
 from windowkeeper.notices import DUPLICATE_READ_NOTICE
 from windowkeeper.overwrites import text_update
@@ -58,19 +57,11 @@ def _store_manager(updates: int, *, with_float: bool = False) -> ContextManager:
 
 
 def _timings(call: Callable[[], Any], runs: int = RUNS) -> list[float]:
-    call()  # warm up
-    samples = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - started) * 1000)
-    return sorted(samples)
+    return timings(call, runs, warm_up=True)
 
 
 def _line(name: str, samples: list[float]) -> str:
-    p95 = samples[min(len(samples) - 1, int(len(samples) * 0.95))]
-    median = statistics.median(samples)
-    return f"{name:<52} median {median:8.3f} ms   p95 {p95:8.3f} ms   n={len(samples)}"
+    return summary(name, samples, width=52, digits=3)
 
 
 def main() -> None:

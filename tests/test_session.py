@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ from windowkeeper import (
 )
 from windowkeeper.notices import TRUNCATION_NOTICE
 from windowkeeper.session import ContextSession
+
+from .counters import RuleCounter
 
 
 def _text_of(value: Any) -> int:
@@ -36,27 +38,11 @@ def true_tokens(messages: Sequence[Any], system: Any = None, tools: Any = None) 
     return (_text_of(list(messages)) + _text_of(system) + _text_of(tools)) // 4 + 5 * len(messages)
 
 
-class ExactCounter:
+class ExactCounter(RuleCounter):
     """A counter that is exact for the synthetic provider above."""
 
-    def count(
-        self,
-        messages: Sequence[Any],
-        *,
-        system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-    ) -> int:
-        return true_tokens(messages, system, tools)
-
-    def observe(
-        self,
-        messages: Sequence[Any],
-        *,
-        system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        reported_input_tokens: int,
-    ) -> None:
-        self.observed = reported_input_tokens
+    def __init__(self) -> None:
+        super().__init__(true_tokens)
 
 
 class Clock:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from windowkeeper import ClineReadDetector, TokenUsage
 from windowkeeper.session import ContextSession, finish_request
 
+from .counters import RuleCounter
 from .test_conformance import ALL_VECTORS, _expand, _resolve
 
 SESSIONS = [v for v in ALL_VECTORS if v["kind"] == "session" and not v["tags"]]
@@ -34,27 +34,11 @@ _READ_ONLY = {
 pytestmark = pytest.mark.skipif(not SESSIONS, reason="no conformance vectors")
 
 
-class SilentCounter:
+class SilentCounter(RuleCounter):
     """Estimates every request at zero tokens, so the pre-flight never acts."""
 
-    def count(
-        self,
-        messages: Sequence[Any],
-        *,
-        system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-    ) -> int:
-        return 0
-
-    def observe(
-        self,
-        messages: Sequence[Any],
-        *,
-        system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        reported_input_tokens: int,
-    ) -> None:
-        return None
+    def __init__(self) -> None:
+        super().__init__(lambda messages, system, tools: 0)
 
 
 def replay(vector: dict[str, Any]) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hypothesis import given, settings
@@ -12,33 +11,20 @@ from hypothesis import strategies as st
 from windowkeeper import ContextOverflowError, TokenUsage, validate_messages
 from windowkeeper.session import ContextSession
 
+from .counters import RuleCounter
 from .strategies import conversations
 
 # Rules the session guarantees for what it sends (empty content and odd shapes are the caller's).
 GUARANTEED = {"tool-use-unanswered", "tool-result-unknown", "same-role-twice", "first-not-user"}
 
 
-class CharCounter:
+class CharCounter(RuleCounter):
     """An exact counter for these tests: a token per four characters of the JSON sent."""
 
-    def count(
-        self,
-        messages: Sequence[Any],
-        *,
-        system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-    ) -> int:
-        return len(json.dumps(list(messages), ensure_ascii=False)) // 4
-
-    def observe(
-        self,
-        messages: Sequence[Any],
-        *,
-        system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        reported_input_tokens: int,
-    ) -> None:
-        return None
+    def __init__(self) -> None:
+        super().__init__(
+            lambda messages, system, tools: len(json.dumps(list(messages), ensure_ascii=False)) // 4
+        )
 
 
 def turns(history: list[dict[str, Any]]) -> list[int]:
