@@ -53,8 +53,9 @@ class TestNativeReads:
         assert [s.message_index for s in scan.reads["src/app.py"]] == [2, 4]
         assert [s.block_index for s in scan.reads["src/app.py"]] == [0, 1]
 
-    def test_replacement_keeps_the_tool_result_and_names_the_latest_copy(self) -> None:
-        """The older copy's tool_result stays, with its id; only its content becomes the notice."""
+    def test_replacement_keeps_the_tool_result_and_names_the_file(self) -> None:
+        """The older copy's tool_result stays, with its id; its content becomes a notice naming
+        the file and no message index (an index the model cannot see once the middle is hidden)."""
         history = native_conversation()
         before = json.dumps(history)
         manager = ContextManager(detector=NativeReadDetector())
@@ -65,12 +66,12 @@ class TestNativeReads:
         first = sent[2]["content"][0]
         assert first["tool_use_id"] == "t1"
         assert first["content"] == (
-            "[windowkeeper: an older copy of 'src/app.py' was removed here to save context;"
-            " the latest copy is in message 4 of the conversation.]"
+            "[windowkeeper: an older copy of 'src/app.py' was removed here to save context; a newer"
+            " copy of the file appears further down in this conversation.]"
         )
         util = sent[4]["content"][0]
         assert util["tool_use_id"] == "t2"
-        assert "latest copy is in message 6" in util["content"][0]["text"]
+        assert "older copy of 'src/util.py'" in util["content"][0]["text"]
         assert sent[4]["content"][1]["content"] == BODY + "#"  # the latest app.py copy stays
         assert validate_messages(sent) == []
         assert json.dumps(history) == before

@@ -287,7 +287,7 @@ class TestInput:
         assert prepared.replaced_reads == 2
         sent = json.dumps(prepared.messages)
         assert "an older copy of 'a.py' was removed here" in sent
-        assert "the latest copy is in message 6" in sent
+        assert "a newer copy of the file appears further down" in sent
 
 
 class TestModel:
@@ -413,7 +413,7 @@ class TestArrivalClipping:
         session.extend([TASK, assistant(1, "log.txt"), tool_result(1, "z" * 200_000)])
         prepared = session.prepare()
         assert prepared.clipped
-        assert prepared.preflight_acted
+        assert not prepared.preflight_acted  # clipped on arrival: the estimate was never over
         assert prepared.deleted_range is None
         kept = prepared.messages[2]["content"][0]["content"]
         assert len(kept) < 80_000

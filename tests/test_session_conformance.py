@@ -3,7 +3,8 @@
 Replays the public conformance sessions through :class:`ContextSession` with a counter that
 never sees a request over the limit, so only the original's usage-driven decision runs. Ranges,
 sent messages and the stored JSON must equal what the original produced, except where the
-session deliberately differs: the truncation notice is moved where the model sees it, and usage
+session deliberately differs: the truncation notice is moved where the model sees it, only the
+fields the provider's API defines are sent (:mod:`windowkeeper.wire`), and usage
 reported before a truncation does not truncate a second time (the replay of a vector stops there).
 """
 
@@ -17,6 +18,7 @@ import pytest
 
 from windowkeeper import ClineReadDetector, TokenUsage
 from windowkeeper.session import ContextSession, finish_request
+from windowkeeper.wire import anthropic_wire
 
 from .counters import RuleCounter
 from .test_conformance import ALL_VECTORS, _expand, _resolve
@@ -94,6 +96,7 @@ def replay(vector: dict[str, Any]) -> int:
         assert got_range == expect["deleted_range"], f"{where}: range"
         expected_messages = _expand(expect["truncated_history"], history, vector["pool"])
         expected_messages = finish_request(expected_messages, session.manager.store)
+        expected_messages = anthropic_wire(expected_messages)  # only API fields are sent
         assert json.loads(json.dumps(prepared.messages)) == json.loads(
             json.dumps(expected_messages)
         ), f"{where}: messages"

@@ -7,6 +7,7 @@
     ├── InvalidUsageError (+ ValueError)        token usage that cannot be read
     ├── InvalidRangeError (+ ValueError)        a deleted range that is not two integers
     ├── TaskFolderError (+ ValueError)          a task-folder file that cannot be read, with file and JSON path
+    ├── ConfigurationError (+ ValueError, TypeError)  an argument of the wrong type or value, named
     ├── ContextOverflowError                    nothing can make the request fit the window
     ├── CorruptStoreError (+ ValueError)        context_history.json not in the original's layout (overwrites)
     ├── ModelTableError (+ ValueError)          a model table entry that cannot be read (models)
@@ -46,6 +47,13 @@ class InvalidRangeError(WindowkeeperError, ValueError):
 
 class TaskFolderError(WindowkeeperError, ValueError):
     """A file of a task folder cannot be read; the message names the file and the JSON path."""
+
+
+class ConfigurationError(WindowkeeperError, ValueError, TypeError):
+    """An argument windowkeeper was given has the wrong type or value; the message names it.
+
+    Both builtins are mixed in: callers may catch the ``TypeError`` or ``ValueError`` they expect.
+    """
 
 
 class ContextOverflowError(WindowkeeperError):

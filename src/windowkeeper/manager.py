@@ -70,6 +70,8 @@ class ContextManager:
         self._checks = CheckMemo()
         self._repairs = RepairMemo()
         self._edits = OverwriteMemo()
+        self.last_replaced: frozenset[int] = frozenset()
+        """Messages whose older file copies the latest duplicate-read replacement changed."""
 
     # -- persistence -----------------------------------------------------------------------
 
@@ -191,7 +193,9 @@ class ContextManager:
         self, history: Sequence[Message], start_index: int, timestamp: int
     ) -> tuple[bool, set[int]]:
         scan = self.detector.scan(history, start_index, self.store)
-        return apply_read_replacements(self.store, history, scan, timestamp)
+        changed, altered = apply_read_replacements(self.store, history, scan, timestamp)
+        self.last_replaced = frozenset(altered)
+        return changed, altered
 
     def attempt_file_read_optimization_in_memory(
         self, history: Sequence[Message], deleted_range: DeletedRange | None, timestamp: int

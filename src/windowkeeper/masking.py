@@ -43,10 +43,15 @@ def mask_old_context(
 ) -> set[int]:
     """Mask the bulk of ``history[start:]`` but its newest parts; return the messages changed.
 
-    Masked: every tool_result but the last ``keep_recent``, long string values in the input of
-    every tool_use but the last ``keep_recent``, and every environment-details block but the
-    newest. A block already edited, or smaller than its placeholder, is left as it is.
+    Masked: every tool_result but the last ``keep_recent`` and those of the newest turn (the
+    user messages after the last assistant one: the model has not seen them yet), long string
+    values in the input of every tool_use but the last ``keep_recent``, and every
+    environment-details block but the newest. A block already edited, or smaller than its
+    placeholder, is left as it is.
     """
+    newest_turn = len(history)
+    while newest_turn > 0 and history[newest_turn - 1].get("role") == "user":
+        newest_turn -= 1
     results: list[tuple[int, int, str]] = []
     uses: list[tuple[int, int, Any]] = []
     environments: list[tuple[int, int, str]] = []
@@ -62,6 +67,8 @@ def mask_old_context(
                 continue
             kind = block.get("type")
             if user and kind == "tool_result":
+                if index >= newest_turn:
+                    continue
                 call = calls.get(block.get("tool_use_id"))
                 results.append((index, position, str(call.get("name")) if call else "a tool"))
             elif user and kind == "text" and str(block.get("text", "")).startswith(ENVIRONMENT_TAG):

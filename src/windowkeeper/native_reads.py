@@ -7,7 +7,7 @@ answered by tool_result blocks. :class:`NativeReadDetector` finds both, in every
 a normalized path, and replaces an older copy only when its notice is shorter than the copy.
 
 A replaced tool_result keeps its block and ``tool_use_id`` (only its content changes), so pairing
-never breaks; the notice names the file and the message holding its latest copy.
+never breaks; the notice names the file and says that a newer copy follows.
 """
 
 from __future__ import annotations
@@ -61,10 +61,15 @@ def normalize_path(path: str) -> str:
 
 
 def notice_for(path: str, latest_index: int) -> str:
-    """What replaces an older copy of ``path``; names where the latest copy is."""
+    """What replaces an older copy of ``path``: the file, and that a newer copy follows.
+
+    It names no message index: once the middle of the history is hidden, an index into the full
+    history means nothing to the model. ``latest_index`` is kept for detectors that want it.
+    """
+    del latest_index
     return (
-        f"[windowkeeper: an older copy of '{path}' was removed here to save context; the latest"
-        f" copy is in message {latest_index} of the conversation.]"
+        f"[windowkeeper: an older copy of '{path}' was removed here to save context; a newer"
+        " copy of the file appears further down in this conversation.]"
     )
 
 

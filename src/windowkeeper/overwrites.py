@@ -141,12 +141,14 @@ class OverwriteStore:
     equal when they serialize to the same text.
     """
 
-    __slots__ = ("_entries", "_exotic", "_revision")
+    __slots__ = ("_entries", "_exotic", "_journal", "_revision")
 
     def __init__(self) -> None:
         self._entries: dict[Any, _Entry] = {}
         self._exotic = False  # holds floats or opaque keys: serialize on the exact slow path
         self._revision = 0
+        # While a journal is open: (message key, block key, entry was new, what the block held)
+        self._journal: list[tuple[Any, Any, bool, Any]] | None = None
 
     @property
     def revision(self) -> int:
@@ -259,16 +261,47 @@ class OverwriteStore:
         message_key, odd_message = _record_key(message_index)
         block_key, odd_block = _record_key(block_index)
         entry = self._entries.get(message_key)
+        created = entry is None
         if entry is None:
             kind, odd_kind = normalize(edit_type)
             entry = self._entries[message_key] = _Entry(kind, {})
             exotic = exotic or odd_kind
-        updates = entry.blocks.get(block_key)
+        updates = entry.blocks.get(block_key, _ABSENT)
+        if self._journal is not None:
+            held = len(updates) if isinstance(updates, list) else updates
+            self._journal.append((message_key, block_key, created, held))
         if isinstance(updates, list):
             updates.append(value)
         else:
             entry.blocks[block_key] = [value]
         self._exotic = self._exotic or exotic or odd_message or odd_block
+
+    def open_journal(self) -> None:
+        """Start remembering each :meth:`record`, so that :meth:`undo_journal` can take it back.
+
+        For callers that must leave the store as it was when a step fails half-way (the
+        session's ``prepare`` when nothing fits). Costs nothing per update but a tuple.
+        """
+        self._journal = []
+
+    def close_journal(self) -> None:
+        """Keep what was recorded since :meth:`open_journal`, and stop remembering."""
+        self._journal = None
+
+    def undo_journal(self) -> None:
+        """Take back every :meth:`record` since :meth:`open_journal`, newest first, and stop."""
+        journal, self._journal = self._journal or [], None
+        self._revision += 1
+        for message_key, block_key, created, held in reversed(journal):
+            entry = self._entries[message_key]
+            if isinstance(held, int):
+                del entry.blocks[block_key][held:]
+            elif held is _ABSENT:
+                del entry.blocks[block_key]
+            else:
+                entry.blocks[block_key] = held
+            if created:
+                del self._entries[message_key]
 
     def rollback(self, timestamp: float) -> None:
         """Drop every update newer than ``timestamp`` (updates at ``timestamp`` stay).
@@ -443,6 +476,9 @@ def _plain(key: Any) -> Any:
     if isinstance(key, OpaqueKey):
         return _clone(key.value)
     return None if key is UNDEFINED else key
+
+
+_ABSENT = object()  # a block key with no updates yet
 
 
 def _typed(updates: Any) -> tuple[Update, ...]:

@@ -16,6 +16,7 @@ from .messages import ROLES, Message, shared_prefix
 from .notices import RESULT_MISSING
 
 __all__ = [
+    "OrphanResults",
     "PairMemo",
     "RepairMemo",
     "Violation",
@@ -179,6 +180,49 @@ def _repaired_message(message: Any, following: Any) -> Message | None:
     return None if repaired is None else {**following, "content": repaired}
 
 
+def _orphans_as_text(message: Any, following: Any) -> Message | None:
+    """``following`` with each tool_result that answers no call of ``message`` made text."""
+    if not isinstance(following, dict) or following.get("role") != "user":
+        return None
+    content = following.get("content")
+    if not isinstance(content, list):
+        return None
+    calls = {_key(tool_use_id) for tool_use_id in _tool_use_ids(message)}
+    output: list[Any] = []
+    changed = False
+    for block in content:
+        if (
+            not isinstance(block, dict)
+            or block.get("type") != "tool_result"
+            or _key(block.get("tool_use_id")) in calls
+        ):
+            output.append(block)
+            continue
+        changed = True
+        header = f"[windowkeeper: the result of a tool call ({block.get('tool_use_id')}) whose call is not in this request:]"
+        inner = block.get("content")
+        output.append({"type": "text", "text": header})
+        if isinstance(inner, str) and inner:
+            output.append({"type": "text", "text": inner})
+        elif isinstance(inner, list):
+            output.extend(inner)
+    return {**following, "content": output} if changed else None
+
+
+class OrphanResults(PairMemo):
+    """Turns tool_results that answer no call of the message before them into text blocks.
+
+    The original sends them as they are (its repair looks only after messages with tool_use),
+    and the provider refuses the request. Their content is kept, after a line that says what it
+    is, so nothing the caller appended is lost. Remembers its work (see :class:`PairMemo`).
+    """
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(_orphans_as_text)
+
+
 @dataclass(frozen=True, slots=True)
 class Violation:
     """One provider rule a request breaks: where (``messages[3].content[1]``), which rule, and why."""
@@ -201,6 +245,7 @@ MALFORMED = "malformed"
 THINKING_NOT_FIRST = "thinking-not-first"
 THINKING_UNSIGNED = "thinking-unsigned"
 THINKING_IN_USER = "thinking-in-user"
+DUPLICATE_TOOL_USE_ID = "duplicate-tool-use-id"
 
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 
@@ -213,13 +258,17 @@ def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[V
     of the preceding assistant message; no message has empty content; thinking blocks appear
     only in assistant messages, before their other blocks, each with its signature (redacted
     ones with their data); every message and block has a known shape. An empty list is reported
-    too. Never raises for bad input: it reports it.
+    too, and so is a tool_use id used twice in one request. Never raises for bad input: it
+    reports it.
     """
     violations: list[Violation] = []
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        return [Violation(name, MALFORMED, f"not a list of messages: {type(messages).__name__}")]
     if not messages:
         return [Violation(name, EMPTY_CONTENT, "a request needs at least one message")]
     previous_role: Any = None
     expected: list[Any] = []
+    used: dict[str, str] = {}  # tool_use id -> where it was first used
     for index, message in enumerate(messages):
         path = f"{name}[{index}]"
         if not isinstance(message, dict) or message.get("role") not in ROLES:
@@ -236,8 +285,25 @@ def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[V
         content = message.get("content")
         blocks = _blocks(content, path, violations)
         answered = {
-            block.get("tool_use_id") for block in blocks if block.get("type") == "tool_result"
+            _key(block.get("tool_use_id")) for block in blocks if block.get("type") == "tool_result"
         }
+        for position, block in enumerate(blocks):
+            if block.get("type") != "tool_use":
+                continue
+            where = f"{path}.content[{position}]"
+            tool_use_id = block.get("id")
+            if not isinstance(tool_use_id, str) or not tool_use_id:
+                violations.append(Violation(where, MALFORMED, "a tool_use without a string id"))
+            elif tool_use_id in used:
+                violations.append(
+                    Violation(
+                        where,
+                        DUPLICATE_TOOL_USE_ID,
+                        f"tool_use id {tool_use_id!r} is already used at {used[tool_use_id]}",
+                    )
+                )
+            else:
+                used[tool_use_id] = where
         if expected:
             missing = [tool_use_id for tool_use_id in expected if tool_use_id not in answered]
             if role != "user" or missing:
@@ -248,7 +314,7 @@ def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[V
         _check_thinking(blocks, role, path, violations)
         offered = set(expected) if role == "user" else set()
         for position, block in enumerate(blocks):
-            if block.get("type") == "tool_result" and block.get("tool_use_id") not in offered:
+            if block.get("type") == "tool_result" and _key(block.get("tool_use_id")) not in offered:
                 violations.append(
                     Violation(
                         f"{path}.content[{position}]",
@@ -258,7 +324,7 @@ def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[V
                     )
                 )
         expected = (
-            [block.get("id") for block in blocks if block.get("type") == "tool_use"]
+            [_key(block.get("id")) for block in blocks if block.get("type") == "tool_use"]
             if role == "assistant"
             else []
         )
@@ -269,6 +335,15 @@ def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[V
             Violation(f"{name}[{last}]", TOOL_USE_UNANSWERED, "the request ends with a tool_use")
         )
     return violations
+
+
+def _key(value: Any) -> Any:
+    """``value`` if it can be a set member, else its repr (odd ids must not make this raise)."""
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
 
 
 def _check_thinking(

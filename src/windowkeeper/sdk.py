@@ -1,4 +1,11 @@
-"""Provider SDK shapes windowkeeper accepts: the usage objects of the Anthropic and OpenAI APIs.
+"""Provider SDK shapes windowkeeper accepts: reply messages and usage of the Anthropic and OpenAI APIs.
+
+``message_from_sdk`` turns what a response holds into a message dict a session can append: an
+Anthropic ``Message`` (its role and content blocks), an OpenAI ``ChatCompletion`` (its first
+choice's message) or ``ChatCompletionMessage`` (role, content, tool calls, name, refusal), or a
+dict whose content blocks or tool calls are SDK objects. Fields the request side has no place
+for (``annotations``, response ``audio``, ``None`` for every unset field) are left out. SDKs are
+never imported: anything with a pydantic-style ``model_dump()`` is read through it.
 
 ``usage_from_sdk`` turns what a response reports into a :class:`~windowkeeper.usage.TokenUsage`:
 
@@ -20,7 +27,7 @@ from typing import Any
 from ._errors import InvalidUsageError
 from .usage import TokenUsage
 
-__all__ = ["usage_from_sdk"]
+__all__ = ["message_from_sdk", "usage_from_sdk"]
 
 
 def _as_mapping(value: Any) -> Mapping[str, Any] | None:
@@ -36,12 +43,16 @@ def _as_mapping(value: Any) -> Mapping[str, Any] | None:
     return None
 
 
+_MAX_COUNT = 10**15
+"""No request is this large: a count at or above it is a bug, refused before it is stored."""
+
+
 def _count(source: Mapping[str, Any], key: str, what: str) -> int:
     value = source.get(key)
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidUsageError(f"{what}.{key} must be a non-negative integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _MAX_COUNT:
+        raise InvalidUsageError(f"{what}.{key} must be a non-negative integer, got {value!r:.40}")
     return value
 
 
@@ -61,6 +72,12 @@ def usage_from_sdk(usage: Any, *, what: str = "usage") -> TokenUsage:
     Raises :class:`~windowkeeper.InvalidUsageError` naming the field for anything else.
     """
     if isinstance(usage, TokenUsage):
+        for field in ("tokens_in", "tokens_out", "cache_writes", "cache_reads"):
+            value = getattr(usage, field)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < _MAX_COUNT:
+                raise InvalidUsageError(
+                    f"{what}.{field} must be a non-negative integer, got {value!r:.40}"
+                )
         return usage
     source = _as_mapping(usage)
     if source is None:
@@ -91,3 +108,58 @@ def usage_from_sdk(usage: Any, *, what: str = "usage") -> TokenUsage:
         f"{what} has neither Anthropic (input_tokens, output_tokens) nor OpenAI"
         f" (prompt_tokens, completion_tokens) fields: {sorted(source)[:8]}"
     )
+
+
+_OPENAI_REPLY_KEYS = ("role", "content", "tool_calls", "name", "refusal")
+
+
+def _dumped(value: Any) -> Any:
+    """``value.model_dump(exclude_none=True)`` for an SDK object, else ``value`` itself."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, Mapping | type):
+        try:
+            return dump(exclude_none=True)
+        except TypeError:  # a model_dump without exclude_none
+            return {key: item for key, item in dump().items() if item is not None}
+    return value
+
+
+def _plain_list(items: Any) -> Any:
+    if not isinstance(items, list) or all(isinstance(item, dict) for item in items):
+        return items
+    return [_dumped(item) for item in items]
+
+
+def message_from_sdk(message: Any) -> Any:
+    """A message dict for an SDK reply object (see the module docstring); dicts pass through.
+
+    A dict is returned as it is unless its ``content`` or ``tool_calls`` hold SDK objects (then
+    a new dict holds their dumps). Anything else is returned unchanged, for the caller's checks
+    to refuse with the message's place.
+    """
+    if isinstance(message, dict):
+        content, calls = message.get("content"), message.get("tool_calls")
+        plain_content, plain_calls = _plain_list(content), _plain_list(calls)
+        if plain_content is content and plain_calls is calls:
+            return message
+        converted = {**message, "content": plain_content}
+        if calls is not None:
+            converted["tool_calls"] = plain_calls
+        return converted
+    value = _dumped(message)
+    if not isinstance(value, Mapping):
+        return message
+    if "choices" in value:  # an OpenAI ChatCompletion: its first choice's message
+        choices = value.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+            return message
+        value = choices[0].get("message")
+        if not isinstance(value, Mapping):
+            return message
+    if value.get("type") == "message":  # an Anthropic Message
+        return {"role": value.get("role"), "content": value.get("content")}
+    if "role" not in value:
+        return message
+    reply = {key: value[key] for key in _OPENAI_REPLY_KEYS if key in value}
+    reply.setdefault("content", None)
+    return reply

@@ -20,32 +20,43 @@ truncation) until it fits, clips oversized results of the newest turn as a last 
 from __future__ import annotations
 
 import json
+import operator
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ._errors import ContextOverflowError, TaskFolderError
+from ._errors import (
+    ConfigurationError,
+    ContextOverflowError,
+    InvalidRangeError,
+    MalformedMessageError,
+    TaskFolderError,
+)
 from ._openai_history import OpenAIHistory
 from .alternation import RoleMerger, merge_same_roles
 from .clipping import MIN_KEPT_CHARS, Clip, apply_clips, clippable_blocks
 from .file_reads import ReadDetector
+from .inputs import check_json_value, check_session_message
 from .manager import ContextManager
 from .masking import mask_old_context
-from .messages import Message, check_message
+from .messages import Message
 from .models import model_window
 from .native_reads import NativeReadDetector
 from .native_results import ResultPlacer
 from .notices import TRUNCATION_NOTICE
 from .overwrites import OverwriteStore
-from .sdk import usage_from_sdk
+from .pairing import OrphanResults
+from .sdk import message_from_sdk, usage_from_sdk
 from .storage import atomic_write_text
 from .tokens import CalibratedEstimator, TokenCounter
+from .tool_ids import UniqueToolIds
 from .truncation import DeletedRange, Keep, check_range, next_range, visible_start
 from .usage import TokenUsage
 from .window import ContextWindowInfo, context_window_info
+from .wire import Repair, WireShaper, anthropic_message, openai_message
 
 __all__ = [
     "Checkpoint",
@@ -63,7 +74,12 @@ _THINKING = frozenset({"thinking", "redacted_thinking"})
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """The request to send, and what the session did to build it."""
+    """The request to send, and what the session did to build it.
+
+    ``messages`` belong to the caller: they are fresh objects down to each block (and a
+    tool_result's inner blocks), so setting ``cache_control`` on them changes nothing the
+    session holds; deeper values (tool inputs, image sources) are shared and read-only.
+    """
 
     messages: list[Message]
     deleted_range: DeletedRange | None
@@ -71,20 +87,26 @@ class Prepared:
     replaced_reads: int  # messages whose older file copies were replaced while preparing
     estimated_tokens: int  # messages + system + tools + reserved output, by the session's counter
     max_allowed_size: float
-    preflight_acted: bool  # the estimate exceeded the limit and the session shrank the request
-    clipped: tuple[Clip, ...] = ()  # clips added while preparing this request
+    preflight_acted: bool  # the estimate exceeded the limit, so the session shrank the request
+    clipped: tuple[Clip, ...] = ()  # clips added while preparing (on arrival or to fit)
     ignored_stale_usage: bool = False  # usage described a context that no longer exists
+    repairs: tuple[Repair, ...] = ()  # what was changed so the provider accepts the request
 
 
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """A point to roll back to: history length, range, clips, and the edits made so far."""
+    """A point to roll back to: the history length and everything the session had decided."""
 
     history_length: int
     deleted_range: DeletedRange | None
     timestamp: int
     clips: tuple[Clip, ...]
     store_json: str  # the overwrite store as the original serializes it
+    usage: TokenUsage | None = None
+    usage_timestamp: int = 0
+    usage_generation: int = -1
+    generation: int = 0
+    counter_state: object = None  # the counter's snapshot(), when it has one
 
 
 @dataclass(slots=True)
@@ -106,6 +128,63 @@ class _State:
     usage_generation: int = -1
     clips: list[Clip] = field(default_factory=list)
 
+    def copy(self) -> _State:
+        return replace(self, clips=list(self.clips))
+
+
+def _window(
+    context_window: Any, model: Any
+) -> ContextWindowInfo:  # the window a session is given, checked
+    if model is not None and not isinstance(model, str):
+        raise ConfigurationError(f"model must be a model id string, got {type(model).__name__}")
+    if isinstance(context_window, ContextWindowInfo):
+        return context_window
+    if context_window is None:
+        return model_window(model) if model is not None else context_window_info(None)
+    if isinstance(context_window, str):
+        raise ConfigurationError(
+            f"context_window must be a number of tokens, got the string {context_window!r}"
+            " (to look a model up, pass model=...)"
+        )
+    if isinstance(context_window, bool) or not isinstance(context_window, int):
+        raise ConfigurationError(
+            f"context_window must be an int or a ContextWindowInfo, got {type(context_window).__name__}"
+        )
+    if context_window <= 0:
+        raise ConfigurationError(
+            f"context_window must be a positive number of tokens, got {context_window}"
+        )
+    return context_window_info(context_window)
+
+
+def _count_argument(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigurationError(f"{name} must be a non-negative int, got {value!r}")
+    return value
+
+
+def _check_system(system: Any) -> None:
+    if system is None or isinstance(system, str):
+        return
+    if isinstance(system, list):
+        for position, block in enumerate(system):
+            if not isinstance(block, dict) or block.get("type") != "text":
+                raise MalformedMessageError(f"system[{position}]", "expected a text block")
+            if not isinstance(block.get("text"), str):
+                raise MalformedMessageError(f"system[{position}].text", "expected a string")
+        return
+    raise MalformedMessageError(
+        "system", f"expected a string or a list of text blocks, got {type(system).__name__}"
+    )
+
+
+def _last_turn(history: Sequence[Message]) -> range:
+    """Indices of the newest turn: the user messages after the last assistant one (not 0-1)."""
+    start = len(history)
+    while start > 2 and history[start - 1].get("role") == "user":
+        start -= 1
+    return range(start, len(history))
+
 
 class ContextSession:
     """One task's conversation, kept within ``context_window`` on every request.
@@ -121,10 +200,14 @@ class ContextSession:
     any result of the newest turn larger than that share of the limit as it arrives (keeping its
     head and tail; None never clips on arrival); when a request must shrink, tool outputs older
     than the last ``mask_keep_recent`` are masked first (None never masks), and the session shrinks
-    it to ``shrink_target`` of the limit, so that shrinking, which costs prompt-cache reuse, is rare; ``task_dir`` persists everything;
-    ``clock`` returns milliseconds since the epoch (injectable for tests).
+    it to ``shrink_target`` of the limit, so that shrinking, which costs prompt-cache reuse, is rare;
+    ``task_dir`` persists everything: each call that changes the session (``append``, ``extend``,
+    ``record_usage``, ``prepare``, ``rollback``) has written it when it returns, so reopening the
+    folder resumes exactly where the last call left; ``clock`` returns milliseconds since the
+    epoch (injectable for tests).
 
-    Not thread-safe: one session per task. Sessions share nothing mutable with each other.
+    Bad arguments raise :class:`~windowkeeper.ConfigurationError` naming them. Not thread-safe:
+    one session per task. Sessions share nothing mutable with each other.
     """
 
     def __init__(
@@ -143,38 +226,39 @@ class ContextSession:
         format: Literal["anthropic", "openai"] = "anthropic",
         clock: Callable[[], int] | None = None,
     ) -> None:
-        if isinstance(context_window, ContextWindowInfo):
-            self._info = context_window
-        elif context_window is None and model is not None:
-            self._info = model_window(model)
-        else:
-            self._info = context_window_info(context_window)
+        self._info = _window(context_window, model)
         self._task_dir = Path(task_dir) if task_dir is not None else None
         self._counter: TokenCounter = counter if counter is not None else CalibratedEstimator()
         self._manager = ContextManager(
             detector=detector if detector is not None else NativeReadDetector()
         )
         self._placer = ResultPlacer() if place_results else None
+        self._ids = UniqueToolIds()
         self._clip_memo: dict[Clip, tuple[Message, Message]] = {}
         self._merger = RoleMerger()
+        self._orphans = OrphanResults()
+        self._orphaned: tuple[Repair, ...] = ()
         self._noticed: tuple[Message, Message] | None = None
-        if max_result_share is not None and not 0 < max_result_share <= 1:
-            raise ValueError(
+        if max_result_share is not None and not (
+            isinstance(max_result_share, int | float) and 0 < max_result_share <= 1
+        ):
+            raise ConfigurationError(
                 f"max_result_share must be in (0, 1] or None, got {max_result_share!r}"
             )
         self._max_result_share = max_result_share
-        if mask_keep_recent is not None and mask_keep_recent < 0:
-            raise ValueError(f"mask_keep_recent must be >= 0 or None, got {mask_keep_recent!r}")
-        if not 0 < shrink_target <= 1:
-            raise ValueError(f"shrink_target must be in (0, 1], got {shrink_target!r}")
+        if mask_keep_recent is not None:
+            _count_argument("mask_keep_recent", mask_keep_recent)
+        if not (isinstance(shrink_target, int | float) and 0 < shrink_target <= 1):
+            raise ConfigurationError(f"shrink_target must be in (0, 1], got {shrink_target!r}")
         self._mask_keep_recent = mask_keep_recent
         self._shrink_target = shrink_target
-        self._max_output_tokens = max_output_tokens
+        self._max_output_tokens = _count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
         if format not in ("anthropic", "openai"):
-            raise ValueError(f"format must be 'anthropic' or 'openai', got {format!r}")
+            raise ConfigurationError(f"format must be 'anthropic' or 'openai', got {format!r}")
         self._history: list[Message] = []
         self._openai = OpenAIHistory() if format == "openai" else None
+        self._wire = WireShaper(openai_message if format == "openai" else anthropic_message)
         self._state = _State()
         self._last: _LastRequest | None = None
         self._saved_length = 0
@@ -196,7 +280,13 @@ class ContextSession:
     @deleted_range.setter
     def deleted_range(self, value: DeletedRange | None) -> None:
         # For flows that hide history themselves, as Cline's summarize and condense tools do.
-        self._state.deleted_range = check_range(value)
+        checked = check_range(value)
+        self._sync()
+        if checked is not None and checked[1] >= len(self._history):
+            raise InvalidRangeError(
+                f"deleted_range {checked} reaches past the history's {len(self._history)} messages"
+            )
+        self._state.deleted_range = checked
         self._save_state()
 
     @property
@@ -207,7 +297,7 @@ class ContextSession:
     @window.setter
     def window(self, value: int | ContextWindowInfo) -> None:
         # A model switch: the next decision uses the new limit, as in the original.
-        self._info = value if isinstance(value, ContextWindowInfo) else context_window_info(value)
+        self._info = _window(value, None)
 
     @property
     def manager(self) -> ContextManager:
@@ -216,18 +306,50 @@ class ContextSession:
 
     # -- feeding the session ---------------------------------------------------------------
 
-    def append(self, message: Message) -> None:
-        """Add a message to the history (checked, never modified, not copied)."""
+    def append(self, message: Message | Any) -> None:
+        """Add a message (a dict, or an SDK reply object), checked; persisted with ``task_dir``.
+
+        A dict is kept as it is (never modified, not copied); an SDK object (an Anthropic
+        ``Message``, an OpenAI ``ChatCompletion`` or its message) is read into a dict first
+        (:func:`windowkeeper.sdk.message_from_sdk`).
+        """
         self.extend([message])
 
-    def extend(self, messages: Sequence[Message]) -> None:
-        """Add several messages, all checked before any is added."""
-        if self._openai is not None:
-            self._openai.extend(messages)
+    def extend(self, messages: Iterable[Message | Any]) -> None:
+        """Add several messages: all are checked before any is added, then persisted.
+
+        Raises :class:`~windowkeeper.MalformedMessageError` naming the first message that a
+        provider or the task folder could not take (see :mod:`windowkeeper.inputs`); the first
+        message of a conversation must be a user message (the task).
+        """
+        batch = [message_from_sdk(message) for message in messages]
+        if not batch:
             return
-        for offset, message in enumerate(messages):
-            check_message(message, f"history[{len(self._history) + offset}]")
-        self._history.extend(messages)
+        if self._openai is not None:
+            for offset, message in enumerate(batch):
+                check_json_value(message, f"history[{len(self._openai) + offset}]")
+            self._openai.extend(batch)
+            try:
+                self._sync()
+                self._check_first(self._history, "history")
+            except (MalformedMessageError, TaskFolderError):
+                self._openai.cut(len(self._openai) - len(batch))
+                self._sync()
+                raise
+        else:
+            start = len(self._history)
+            for offset, message in enumerate(batch):
+                check_session_message(message, f"history[{start + offset}]")
+            self._check_first([*self._history[:1], *batch[:1]], "history")
+            self._history.extend(batch)
+        self._save()
+
+    @staticmethod
+    def _check_first(history: Sequence[Message], name: str) -> None:
+        if history and history[0].get("role") != "user":
+            raise MalformedMessageError(
+                f"{name}[0].role", "the first message must be a user message (the task)"
+            )
 
     def _sync(self) -> Any:
         """Bring the Anthropic-shaped history up to date; the system prompt of an OpenAI history."""
@@ -239,23 +361,25 @@ class ContextSession:
     def record_usage(self, usage: Any, *, timestamp: int | None = None) -> None:
         """What the provider reported for the last prepared request.
 
-        Accepts a :class:`TokenUsage` or an Anthropic or OpenAI usage object or dict. It teaches
-        the counter the real size of that request and drives the next decision, unless the range
-        has grown since that request was prepared (then the usage is stale and ignored).
-        ``timestamp`` overrides when that request was sent (ms).
+        Accepts a :class:`TokenUsage` or an Anthropic or OpenAI usage object or dict, checked
+        before anything is kept. It teaches the counter the real size of that request and drives
+        the next decision, unless the range has grown since that request was prepared (then the
+        usage is stale and ignored). ``timestamp`` overrides when that request was sent (ms).
         """
         parsed = usage_from_sdk(usage)
+        if timestamp is not None:
+            _count_argument("timestamp", timestamp)
         last = self._last
         generation = last.generation if last is not None else self._state.generation
         sent_at = timestamp if timestamp is not None else (last.timestamp if last else self._tick())
-        self._state.usage = parsed
-        self._state.usage_timestamp = sent_at
-        self._state.usage_generation = generation
         if last is not None:
             reported = parsed.tokens_in + parsed.cache_writes + parsed.cache_reads
             self._counter.observe(
                 last.messages, system=last.system, tools=last.tools, reported_input_tokens=reported
             )
+        self._state.usage = parsed
+        self._state.usage_timestamp = sent_at
+        self._state.usage_generation = generation
         self._save_state()
 
     # -- building a request ----------------------------------------------------------------
@@ -271,13 +395,41 @@ class ContextSession:
 
         With ``format="openai"`` the messages come back in OpenAI's shape, system messages
         included, and ``system`` defaults to the history's own system messages for the estimate.
+        Raises :class:`~windowkeeper.ContextOverflowError` when nothing can make the request fit;
+        the session is then left exactly as it was before the call.
         """
         openai_system = self._sync()
+        if not self._history:
+            raise MalformedMessageError("history", "no messages to send: append the task first")
         if system is None:
             system = openai_system
+        _check_system(system)
+        if tools is not None and (
+            isinstance(tools, str | bytes | Mapping)
+            or not isinstance(tools, Sequence)
+            or not all(isinstance(tool, Mapping) for tool in tools)
+        ):
+            raise ConfigurationError("tools must be a list of tool definition dicts")
+        reserve = self._max_output_tokens
+        if max_output_tokens is not None:
+            reserve = _count_argument("max_output_tokens", max_output_tokens)
+        before = self._state.copy()
+        store = self._manager.store
+        store.open_journal()
+        try:
+            prepared = self._prepare(system, tools, reserve)
+        except BaseException:
+            store.undo_journal()
+            self._state = before
+            raise
+        store.close_journal()
+        return prepared
+
+    def _prepare(
+        self, system: Any, tools: Sequence[Mapping[str, Any]] | None, reserve: int
+    ) -> Prepared:
         now = self._tick()
         state = self._state
-        reserve = self._max_output_tokens if max_output_tokens is None else max_output_tokens
         clips: dict[tuple[int, int], Clip] = {}
         view = self._view()
         for arrived in self._arrival_clips(view):
@@ -285,9 +437,10 @@ class ContextSession:
             state.clips.append(arrived)
         if clips:
             view = self._view()
-        stored_before = len(self._manager.store)
+        stored_before = self._manager.store.revision
         usage = state.usage
         stale = usage is not None and state.usage_generation != state.generation
+        self._manager.last_replaced = frozenset()
         result = self._manager.get_new_context_messages_and_metadata(
             view,
             usage=None if stale else usage,
@@ -295,19 +448,19 @@ class ContextSession:
             context_window=self._info,
             deleted_range=state.deleted_range,
         )
-        replaced = 0
+        replaced = set(self._manager.last_replaced)
         range_changed = result.updated_deleted_range
         if range_changed:
             self._set_range(result.deleted_range)
         messages = self._visible(result.truncated_history)
         estimate = self._estimate(messages, system, tools, reserve)
         limit = self._info.max_allowed_size
-        acted = estimate > limit or bool(clips)
-        if estimate > limit:
+        acted = estimate > limit
+        if acted:
             changed, altered = self._manager.apply_context_optimizations(
                 view, visible_start(state.deleted_range), now
             )
-            replaced += len(altered)
+            replaced |= altered
             if changed:
                 messages = self._render(view)
                 estimate = self._estimate(messages, system, tools, reserve)
@@ -323,16 +476,20 @@ class ContextSession:
                 if masked:
                     messages = self._render(view)
                     estimate = self._estimate(messages, system, tools, reserve)
+            # Each round hides more: a candidate that does not end later than the current range
+            # (next_range steps back over a run of user messages) ends the loop.
             while estimate > target:
                 keep = Keep.QUARTER if estimate / 2 > limit else Keep.HALF
-                candidate = next_range(view, state.deleted_range, keep)
-                if candidate[1] < candidate[0] or candidate == state.deleted_range:
+                current = state.deleted_range
+                candidate = next_range(view, current, keep)
+                if candidate[1] <= (current[1] if current is not None else 1):
                     break
                 self._manager._add_truncation_notice(now)
                 self._set_range(candidate)
                 range_changed = True
                 messages = self._render(view)
                 estimate = self._estimate(messages, system, tools, reserve)
+            # Each round keeps fewer characters of one block, down to MIN_KEPT_CHARS: it ends.
             while estimate > limit:
                 tighter = self._next_clip(estimate, limit)
                 if tighter is None:
@@ -354,21 +511,43 @@ class ContextSession:
                 view = self._view()
                 messages = self._render(view)
                 estimate = self._estimate(messages, system, tools, reserve)
-        if len(self._manager.store) != stored_before or acted:
+        if self._manager.store.revision != stored_before:
             self._save_store()
         self._last = _LastRequest(messages, system, tools, now, state.generation)
         self._save()
+        if self._openai is not None:
+            sent = OpenAIHistory.to_openai(messages)
+            paths = [f"messages[{position}]" for position in range(len(sent))]
+        else:
+            sent = messages
+            paths = [f"messages[{position}]" for position in range(len(sent))]
+        wired, repairs = self._wire.shape(sent, paths)
         return Prepared(
-            messages=OpenAIHistory.to_openai(messages) if self._openai is not None else messages,
+            messages=wired,
             deleted_range=state.deleted_range,
             range_changed=range_changed,
-            replaced_reads=replaced,
+            replaced_reads=len(replaced),
             estimated_tokens=estimate,
             max_allowed_size=limit,
             preflight_acted=acted,
             clipped=tuple(clips.values()),
             ignored_stale_usage=stale,
+            repairs=self._id_repairs() + self._orphaned + repairs,
         )
+
+    def _id_repairs(self) -> tuple[Repair, ...]:
+        """The renamed duplicate tool_use ids among the messages this request sends."""
+        start = visible_start(self._state.deleted_range)
+        found = []
+        for index in [0, 1, *range(max(start, 2), len(self._history))]:
+            for position, new in self._ids.renamed(index).items():
+                found.append(
+                    Repair(
+                        f"history[{index}].content[{position}].id",
+                        f"a tool_use id used before: sent as {new!r}",
+                    )
+                )
+        return tuple(found)
 
     def _estimate(
         self,
@@ -393,20 +572,35 @@ class ContextSession:
                 placed[1] = known[1]
             else:
                 self._noticed = (sent[1], placed[1])
-        return self._merger.merge(placed)
+        merged = self._merger.merge(placed)
+        fixed = self._orphans.apply(merged)
+        self._orphaned = (
+            tuple(
+                Repair(f"messages[{position}]", "tool results whose call is not sent became text")
+                for position, (a, b) in enumerate(zip(merged, fixed, strict=True))
+                if a is not b
+            )
+            if any(map(operator.is_not, merged, fixed))
+            else ()
+        )
+        return fixed
 
     def _next_clip(self, estimate: int, limit: float) -> Clip | None:
-        """A tighter clip of the newest turn's largest result that removes the excess, or None."""
-        if len(self._history) < 3 or self._history[-1].get("role") != "user":
-            return None
-        index = len(self._history) - 1
-        current = {
-            clip.block_index: clip.kept for clip in self._state.clips if clip.message_index == index
-        }
+        """A tighter clip of the newest turn's largest result that removes the excess, or None.
+
+        The newest turn is every user message after the last assistant one (a tool result can
+        be followed by the user's own text).
+        """
+        current = {(clip.message_index, clip.block_index): clip.kept for clip in self._state.clips}
         # Four characters per token over-cuts for typical text; the caller re-estimates anyway.
         excess_chars = int((estimate - limit) * 4) + 1
-        for block_index, size in clippable_blocks(self._history[index]):
-            kept_now = min(size, current.get(block_index, size))
+        candidates = [
+            (size, index, block_index)
+            for index in _last_turn(self._history)
+            for block_index, size in clippable_blocks(self._history[index])
+        ]
+        for size, index, block_index in sorted(candidates, reverse=True):
+            kept_now = min(size, current.get((index, block_index), size))
             kept = max(MIN_KEPT_CHARS, kept_now - excess_chars)
             if kept < kept_now:
                 return Clip(index, block_index, kept)
@@ -420,23 +614,23 @@ class ContextSession:
         conservative 3 characters a token.
         """
         share = self._max_result_share
-        history = self._history
-        if share is None or len(history) < 3 or history[-1].get("role") != "user":
+        if share is None:
             return []
-        index = len(history) - 1
-        if any(clip.message_index == index for clip in self._state.clips):
-            return []
+        clipped = {clip.message_index for clip in self._state.clips}
         budget = max(MIN_KEPT_CHARS, int(self._info.max_allowed_size * share * 3))
-        newest = view[index]
         return [
             Clip(index, block_index, budget)
-            for block_index, size in clippable_blocks(newest)
+            for index in _last_turn(self._history)
+            if index not in clipped
+            for block_index, size in clippable_blocks(view[index])
             if size > budget
         ]
 
     def _view(self) -> list[Message]:
-        """The history as the manager sees it: text results placed, oversized results clipped."""
-        view = self._placer.place(self._history) if self._placer is not None else self._history
+        """The history as the manager sees it: ids unique, text results placed, big ones clipped."""
+        view = self._ids.apply(self._history)
+        if self._placer is not None:
+            view = self._placer.place(view)
         if not self._state.clips:
             return view
         return apply_clips(view, self._state.clips, self._clip_memo)
@@ -455,23 +649,35 @@ class ContextSession:
     def checkpoint(self) -> Checkpoint:
         """Remember this point; :meth:`rollback` returns to it."""
         state = self._state
+        snapshot = getattr(self._counter, "snapshot", None)
         return Checkpoint(
             history_length=len(self._openai) if self._openai is not None else len(self._history),
             deleted_range=state.deleted_range,
             timestamp=self._tick(),
             clips=tuple(state.clips),
             store_json=self._manager.context_history_json(),
+            usage=state.usage,
+            usage_timestamp=state.usage_timestamp,
+            usage_generation=state.usage_generation,
+            generation=state.generation,
+            counter_state=snapshot() if callable(snapshot) else None,
         )
 
     def rollback(self, checkpoint: Checkpoint) -> None:
-        """Return to ``checkpoint``: later messages, range growth, edits and clips are undone.
+        """Return to ``checkpoint``: later messages, range growth, edits, clips and usage undone.
 
         The store is restored from the checkpoint's copy rather than rolled back by timestamp:
-        edits decided from an earlier request's usage carry that request's (earlier) time.
+        edits decided from an earlier request's usage carry that request's (earlier) time. What
+        the counter learnt since is forgotten too (when it can ``restore``), so that the same
+        calls after a rollback give the same requests.
         """
+        if not isinstance(checkpoint, Checkpoint):
+            raise ConfigurationError(
+                f"rollback takes a Checkpoint from checkpoint(), got {type(checkpoint).__name__}"
+            )
         length = len(self._openai) if self._openai is not None else len(self._history)
         if checkpoint.history_length > length:
-            raise ValueError(
+            raise ConfigurationError(
                 f"checkpoint holds {checkpoint.history_length} messages, the history only"
                 f" {length}: it belongs to another session or a rolled-back branch"
             )
@@ -480,12 +686,20 @@ class ContextSession:
             self._sync()
         else:
             del self._history[checkpoint.history_length :]
-        state = self._state
-        state.deleted_range = checkpoint.deleted_range
-        state.clips = list(checkpoint.clips)
-        state.generation += 1  # usage reported after the checkpoint no longer applies
-        state.usage = None
+        self._ids.reset()
+        self._state = _State(
+            deleted_range=checkpoint.deleted_range,
+            generation=checkpoint.generation,
+            last_timestamp=self._state.last_timestamp,
+            usage=checkpoint.usage,
+            usage_timestamp=checkpoint.usage_timestamp,
+            usage_generation=checkpoint.usage_generation,
+            clips=list(checkpoint.clips),
+        )
         self._last = None
+        restore = getattr(self._counter, "restore", None)
+        if checkpoint.counter_state is not None and callable(restore):
+            restore(checkpoint.counter_state)
         self._manager.store = OverwriteStore.from_json(checkpoint.store_json)
         self._saved_length = min(self._saved_length, checkpoint.history_length)
         self._save(rewrite=True)
@@ -496,15 +710,19 @@ class ContextSession:
         if self._task_dir is None:
             return
         if rewrite or self._saved_length != len(self._history):
-            text = json.dumps(self._history, separators=(",", ":"), ensure_ascii=False)
+            text = json.dumps(
+                self._history, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+            )
             atomic_write_text(self._task_dir / HISTORY_FILE, text)
             self._saved_length = len(self._history)
         self._save_store()
         self._save_state()
 
     def _save_store(self) -> None:
-        if self._task_dir is not None:
-            self._manager.save_context_history(self._task_dir)
+        if self._task_dir is not None and not self._manager.save_context_history(self._task_dir):
+            raise TaskFolderError(
+                f"{self._task_dir / 'context_history.json'}: could not be written (see the log)"
+            )
 
     def _save_state(self) -> None:
         if self._task_dir is None:
@@ -524,43 +742,97 @@ class ContextSession:
             "usage_generation": state.usage_generation,
             "clips": [[c.message_index, c.block_index, c.kept] for c in state.clips],
         }
-        atomic_write_text(self._task_dir / STATE_FILE, json.dumps(value, separators=(",", ":")))
+        atomic_write_text(
+            self._task_dir / STATE_FILE, json.dumps(value, separators=(",", ":"), allow_nan=False)
+        )
 
     def _load(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         history_path = folder / HISTORY_FILE
         if history_path.exists():
-            try:
-                history = json.loads(history_path.read_text(encoding="utf-8"))
-            except ValueError as error:
-                raise TaskFolderError(f"{history_path}: not JSON: {error}") from None
+            history = _read_json(history_path)
             if not isinstance(history, list):
                 raise TaskFolderError(f"{history_path}: expected a list of messages")
-            for index, message in enumerate(history):
-                check_message(message, f"{HISTORY_FILE}[{index}]")
+            try:
+                for index, message in enumerate(history):
+                    check_session_message(message, f"{HISTORY_FILE}[{index}]")
+                self._check_first(history, HISTORY_FILE)
+            except MalformedMessageError as error:
+                raise TaskFolderError(f"{folder}: {error}") from None
             self._history = history
             self._saved_length = len(history)
             if self._openai is not None:
                 self._openai = OpenAIHistory(OpenAIHistory.to_openai(history))
         self._manager.initialize_context_history(folder)
         state_path = folder / STATE_FILE
-        if not state_path.exists():
-            return
-        try:
-            value = json.loads(state_path.read_text(encoding="utf-8"))
-            usage = value.get("usage")
-            deleted = value.get("deleted_range")
-            self._state = _State(
-                deleted_range=(int(deleted[0]), int(deleted[1])) if deleted else None,
-                generation=int(value["generation"]),
-                last_timestamp=int(value["last_timestamp"]),
-                usage=TokenUsage(*map(int, usage)) if usage else None,
-                usage_timestamp=int(value["usage_timestamp"]),
-                usage_generation=int(value["usage_generation"]),
-                clips=[Clip(int(a), int(b), int(c)) for a, b, c in value.get("clips", [])],
+        if state_path.exists():
+            self._state = _read_state(state_path, len(self._history))
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise TaskFolderError(f"{path}: cannot be read: {error}") from None
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as error:
+        raise TaskFolderError(f"{path}: not JSON: {str(error)[:200]}") from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _state_int(value: Any, what: str, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 10**15:
+        raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r:.40}")
+    return value
+
+
+def _read_state(path: Path, history_length: int) -> _State:
+    """The session state in ``path``, checked against a history of ``history_length`` messages."""
+    value = _read_json(path)
+    try:
+        if not isinstance(value, dict):
+            raise ValueError(f"expected an object, got {type(value).__name__}")
+        usage = value.get("usage")
+        if usage is not None and (not isinstance(usage, list) or len(usage) != 4):
+            raise ValueError("usage must be null or four counts")
+        deleted = value.get("deleted_range")
+        deleted_range = None
+        if deleted is not None:
+            if not isinstance(deleted, list) or len(deleted) != 2:
+                raise ValueError("deleted_range must be null or two indices")
+            deleted_range = (
+                _state_int(deleted[0], "deleted_range[0]"),
+                _state_int(deleted[1], "deleted_range[1]"),
             )
-        except (ValueError, KeyError, TypeError, IndexError) as error:
-            raise TaskFolderError(f"{state_path}: unreadable session state: {error!r}") from None
+            if deleted_range[1] >= history_length:
+                raise ValueError(
+                    f"deleted_range {list(deleted_range)} reaches past the history's"
+                    f" {history_length} messages"
+                )
+        clips = []
+        for position, clip in enumerate(value.get("clips", [])):
+            if not isinstance(clip, list) or len(clip) != 3:
+                raise ValueError(f"clips[{position}] must be three integers")
+            index, block, kept = (_state_int(v, f"clips[{position}]") for v in clip)
+            if index < history_length:  # a clip of a message that is gone applies to nothing
+                clips.append(Clip(index, block, kept))
+        return _State(
+            deleted_range=deleted_range,
+            generation=_state_int(value.get("generation"), "generation"),
+            last_timestamp=_state_int(value.get("last_timestamp"), "last_timestamp"),
+            usage=TokenUsage(*(_state_int(v, "usage") for v in usage)) if usage else None,
+            usage_timestamp=_state_int(value.get("usage_timestamp"), "usage_timestamp"),
+            usage_generation=_state_int(
+                value.get("usage_generation"), "usage_generation", minimum=-1
+            ),
+            clips=clips,
+        )
+    except ValueError as error:
+        raise TaskFolderError(f"{path}: unreadable session state: {error}") from None
 
 
 def finish_request(sent: list[Message], store: OverwriteStore) -> list[Message]:

@@ -37,6 +37,7 @@ a copy). Nothing here mutates its inputs.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import operator
@@ -281,6 +282,14 @@ class _Anchor(NamedTuple):
     reported: int
 
 
+class _Snapshot(NamedTuple):
+    calibration: _Calibration
+    margin: float
+    errors: tuple[tuple[float, float], ...]
+    anchor: _Anchor | None
+    first: _Anchor | None
+
+
 class CalibratedEstimator:
     """The default :class:`TokenCounter`: dependency-free, calibrated from reported usage.
 
@@ -410,6 +419,28 @@ class CalibratedEstimator:
         if self._first is None:
             self._first = self._anchor
         self._prune(())
+
+    def snapshot(self) -> object:
+        """What it has learnt so far, for :meth:`restore` (a session's checkpoint keeps it)."""
+        return _Snapshot(
+            copy.copy(self._calibration),
+            self._margin,
+            tuple(self._errors),
+            self._anchor,
+            self._first,
+        )
+
+    def restore(self, snapshot: object) -> None:
+        """Forget what was learnt since ``snapshot`` (from :meth:`snapshot`) was taken."""
+        if not isinstance(snapshot, _Snapshot):
+            raise TypeError(
+                f"expected a snapshot() of this estimator, got {type(snapshot).__name__}"
+            )
+        self._calibration = copy.copy(snapshot.calibration)
+        self._margin = snapshot.margin
+        self._errors = deque(snapshot.errors, maxlen=_MARGIN_WINDOW)
+        self._anchor = snapshot.anchor
+        self._first = snapshot.first
 
     # ------------------------------------------------------------------------------ internals
 

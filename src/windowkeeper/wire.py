@@ -1,0 +1,305 @@
+"""What leaves the library: requests in exactly the provider's wire shape, nothing else.
+
+Histories carry fields that only storage knows: Cline writes ``ts``, ``metrics`` and ``modelInfo``
+on messages and ``call_id``, ``reasoning_details`` or ``summary`` on blocks; SDK objects dumped to
+dicts add ``None`` for every unset field (``citations``, ``annotations``). The providers refuse
+them ("Extra inputs are not permitted"). The session keeps them in its history, so that a task
+folder round-trips, and sends only what the provider's request parameters define.
+
+The rule, for each shape:
+
+- **Anthropic Messages.** A message keeps ``role`` and ``content``. A block keeps the keys that
+  its type defines in the Messages API (:data:`ANTHROPIC_BLOCK_KEYS`; a ``tool_result``'s inner
+  blocks likewise); keys whose value is ``None`` are left out (``None`` means "not set").
+- **OpenAI Chat Completions.** A message keeps the keys its role defines
+  (:data:`OPENAI_MESSAGE_KEYS`), a content part those of its type, a tool call ``id``, ``type``
+  and ``function`` (``name``, ``arguments``).
+- A block or part of a type the provider does not take (an unknown type, ``thinking`` for Chat
+  Completions, a thinking block in a user message, an empty text) is **dropped, and reported**:
+  each drop is one :class:`Repair` naming the place in the history. A message left with nothing
+  gets one text block saying so (:data:`EMPTY_MESSAGE_NOTICE`), so the request stays valid.
+
+Shaping copies what it sends: messages, content lists, blocks and a tool_result's inner blocks are
+new objects, so a caller may set ``cache_control`` on what it got without touching the history.
+Deeper values (a tool's ``input``, an image ``source``) are shared and must be treated as read-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .messages import Message
+
+__all__ = [
+    "ANTHROPIC_BLOCK_KEYS",
+    "EMPTY_MESSAGE_NOTICE",
+    "OPENAI_MESSAGE_KEYS",
+    "OPENAI_PART_KEYS",
+    "Repair",
+    "WireShaper",
+    "anthropic_wire",
+    "openai_wire",
+]
+
+EMPTY_MESSAGE_NOTICE = "[windowkeeper: this message had no content the provider accepts.]"
+"""The text block of a message whose every block was dropped, or that was empty."""
+
+_TOOL_RESULT_KEYS = frozenset({"type", "tool_use_id", "content", "is_error", "cache_control"})
+_SERVER_RESULT_KEYS = frozenset({"type", "tool_use_id", "content", "cache_control"})
+
+ANTHROPIC_BLOCK_KEYS: dict[str, frozenset[str]] = {
+    "text": frozenset({"type", "text", "cache_control", "citations"}),
+    "image": frozenset({"type", "source", "cache_control"}),
+    "document": frozenset({"type", "source", "cache_control", "citations", "context", "title"}),
+    "search_result": frozenset(
+        {"type", "source", "title", "content", "cache_control", "citations"}
+    ),
+    "thinking": frozenset({"type", "thinking", "signature"}),
+    "redacted_thinking": frozenset({"type", "data"}),
+    "tool_use": frozenset({"type", "id", "name", "input", "cache_control"}),
+    "tool_result": _TOOL_RESULT_KEYS,
+    "server_tool_use": frozenset({"type", "id", "name", "input", "cache_control"}),
+    "web_search_tool_result": _SERVER_RESULT_KEYS,
+    "web_fetch_tool_result": _SERVER_RESULT_KEYS,
+    "code_execution_tool_result": _SERVER_RESULT_KEYS,
+    "bash_code_execution_tool_result": _SERVER_RESULT_KEYS,
+    "text_editor_code_execution_tool_result": _SERVER_RESULT_KEYS,
+    "tool_search_tool_result": _SERVER_RESULT_KEYS,
+    "container_upload": frozenset({"type", "file_id", "cache_control"}),
+}
+"""Block type -> the keys the Messages API defines for it (checked against the SDK in the tests)."""
+
+_TOOL_RESULT_INNER = frozenset({"text", "image", "document", "search_result"})
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+OPENAI_MESSAGE_KEYS: dict[str, frozenset[str]] = {
+    "system": frozenset({"role", "content", "name"}),
+    "developer": frozenset({"role", "content", "name"}),
+    "user": frozenset({"role", "content", "name"}),
+    "assistant": frozenset(
+        {"role", "content", "name", "tool_calls", "refusal", "audio", "function_call"}
+    ),
+    "tool": frozenset({"role", "content", "tool_call_id"}),
+}
+"""Role -> the keys a Chat Completions request message of that role may have."""
+
+OPENAI_PART_KEYS: dict[str, frozenset[str]] = {
+    "text": frozenset({"type", "text"}),
+    "image_url": frozenset({"type", "image_url"}),
+    "input_audio": frozenset({"type", "input_audio"}),
+    "file": frozenset({"type", "file"}),
+    "refusal": frozenset({"type", "refusal"}),
+}
+"""Content part type -> its keys."""
+
+_OPENAI_ROLE_PARTS: dict[str, frozenset[str]] = {
+    "system": frozenset({"text"}),
+    "developer": frozenset({"text"}),
+    "user": frozenset({"text", "image_url", "input_audio", "file"}),
+    "assistant": frozenset({"text", "refusal"}),
+    "tool": frozenset({"text"}),
+}
+_TOOL_CALL_KEYS = frozenset({"id", "type", "function"})
+_FUNCTION_KEYS = frozenset({"name", "arguments"})
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """One change made so that a request is valid: where (``messages[3].content[1]``) and what."""
+
+    path: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.detail}"
+
+
+def _only(value: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    return {key: item for key, item in value.items() if key in keys and item is not None}
+
+
+# -- Anthropic -------------------------------------------------------------------------------
+
+
+def _anthropic_block(
+    block: Any, role: str, path: str, repairs: list[Repair]
+) -> dict[str, Any] | None:
+    if not isinstance(block, dict):
+        repairs.append(Repair(path, "dropped: not a block"))
+        return None
+    kind = block.get("type")
+    keys = ANTHROPIC_BLOCK_KEYS.get(kind) if isinstance(kind, str) else None
+    if keys is None:
+        repairs.append(
+            Repair(path, f"dropped: block type {kind!r} is not part of the Messages API")
+        )
+        return None
+    if kind in _THINKING and role != "assistant":
+        repairs.append(Repair(path, f"dropped: a {kind} block in a {role} message"))
+        return None
+    if kind == "text" and not block.get("text"):
+        repairs.append(Repair(path, "dropped: an empty text block"))
+        return None
+    shaped = _only(block, keys)
+    if kind == "tool_result" and isinstance(shaped.get("content"), list):
+        inner = []
+        for position, item in enumerate(shaped["content"]):
+            where = f"{path}.content[{position}]"
+            item_kind = item.get("type") if isinstance(item, dict) else None
+            if item_kind not in _TOOL_RESULT_INNER:
+                repairs.append(Repair(where, f"dropped: {item_kind!r} cannot be in a tool_result"))
+            elif item_kind == "text" and not item.get("text"):
+                repairs.append(Repair(where, "dropped: an empty text block"))
+            else:
+                inner.append(_only(item, ANTHROPIC_BLOCK_KEYS[item_kind]))
+        shaped["content"] = inner
+    return shaped
+
+
+def anthropic_message(message: Message, path: str, repairs: list[Repair]) -> Message:
+    """``message`` as the Messages API takes it (a new dict); changes are added to ``repairs``."""
+    role = message.get("role")
+    content = message.get("content")
+    if isinstance(content, str):
+        if content:
+            return {"role": role, "content": content}
+        repairs.append(Repair(f"{path}.content", "empty: replaced by a notice"))
+        return {"role": role, "content": [{"type": "text", "text": EMPTY_MESSAGE_NOTICE}]}
+    blocks = []
+    for position, block in enumerate(content if isinstance(content, list) else []):
+        shaped = _anthropic_block(block, str(role), f"{path}.content[{position}]", repairs)
+        if shaped is not None:
+            blocks.append(shaped)
+    if not blocks:
+        repairs.append(Repair(f"{path}.content", "empty: replaced by a notice"))
+        blocks.append({"type": "text", "text": EMPTY_MESSAGE_NOTICE})
+    return {"role": role, "content": blocks}
+
+
+def anthropic_wire(messages: Sequence[Message], name: str = "messages") -> list[Message]:
+    """``messages`` in the Messages API's shape (see the module docstring); the repairs are lost."""
+    return [anthropic_message(m, f"{name}[{i}]", []) for i, m in enumerate(messages)]
+
+
+# -- OpenAI ----------------------------------------------------------------------------------
+
+
+def _openai_part(part: Any, role: str, path: str, repairs: list[Repair]) -> dict[str, Any] | None:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if not isinstance(kind, str) or kind not in _OPENAI_ROLE_PARTS.get(role, frozenset()):
+        repairs.append(Repair(path, f"dropped: a {kind!r} part cannot be in a {role} message"))
+        return None
+    if kind == "text" and not part.get("text"):
+        repairs.append(Repair(path, "dropped: an empty text part"))
+        return None
+    shaped = _only(part, OPENAI_PART_KEYS[kind])
+    if kind == "image_url" and isinstance(shaped.get("image_url"), dict):
+        shaped["image_url"] = _only(shaped["image_url"], frozenset({"url", "detail"}))
+    return shaped
+
+
+def _tool_call(call: Any) -> dict[str, Any]:
+    shaped = _only(call, _TOOL_CALL_KEYS) if isinstance(call, dict) else {}
+    function = shaped.get("function")
+    if isinstance(function, dict):
+        shaped["function"] = _only(function, _FUNCTION_KEYS)
+    return shaped
+
+
+def openai_message(message: Message, path: str, repairs: list[Repair]) -> Message:
+    """``message`` as Chat Completions takes it (a new dict); changes are added to ``repairs``."""
+    role = str(message.get("role"))
+    shaped = _only(message, OPENAI_MESSAGE_KEYS.get(role, frozenset({"role", "content"})))
+    calls = shaped.get("tool_calls")
+    if isinstance(calls, list):
+        shaped["tool_calls"] = [_tool_call(call) for call in calls]
+    content = message.get("content")
+    if isinstance(content, list):
+        parts = []
+        for position, part in enumerate(content):
+            kept = _openai_part(part, role, f"{path}.content[{position}]", repairs)
+            if kept is not None:
+                parts.append(kept)
+        if parts:
+            shaped["content"] = parts
+        elif calls:
+            shaped["content"] = None
+        else:
+            repairs.append(Repair(f"{path}.content", "empty: replaced by a notice"))
+            shaped["content"] = EMPTY_MESSAGE_NOTICE
+    elif not content and not calls:
+        repairs.append(Repair(f"{path}.content", "empty: replaced by a notice"))
+        shaped["content"] = EMPTY_MESSAGE_NOTICE
+    elif role == "assistant" and calls and content is None:
+        shaped["content"] = None
+    return shaped
+
+
+def openai_wire(messages: Sequence[Message], name: str = "messages") -> list[Message]:
+    """``messages`` in the Chat Completions shape (see the module docstring); repairs are lost."""
+    return [openai_message(m, f"{name}[{i}]", []) for i, m in enumerate(messages)]
+
+
+# -- the session's stage ---------------------------------------------------------------------
+
+
+def _fresh(message: Message) -> Message:
+    """A copy of a shaped message down to a tool_result's inner blocks and a call's function."""
+    content = message.get("content")
+    copy = dict(message)
+    if isinstance(content, list):
+        blocks = []
+        for block in content:
+            own = dict(block)
+            inner = own.get("content")
+            if isinstance(inner, list):
+                own["content"] = [dict(item) for item in inner]
+            blocks.append(own)
+        copy["content"] = blocks
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        copy["tool_calls"] = [
+            {**call, "function": dict(call["function"])} if "function" in call else dict(call)
+            for call in calls
+        ]
+    return copy
+
+
+class WireShaper:
+    """Shapes each request for the wire, remembering each message's shaped form.
+
+    The shaped form of a message object is computed once (messages are treated as values), and
+    what a caller receives is a copy of it, made again only when the caller changed the copy it
+    got last time (compared at C speed), so repeated requests cost little. Not thread-safe.
+    """
+
+    __slots__ = ("_memo", "_shape")
+
+    def __init__(self, shape: Callable[[Message, str, list[Repair]], Message]) -> None:
+        self._shape = shape
+        # id -> (source, shaped, repairs relative to the message, handed out copy)
+        self._memo: dict[int, tuple[Message, Message, tuple[Repair, ...], Message]] = {}
+
+    def shape(
+        self, messages: Sequence[Message], paths: Sequence[str]
+    ) -> tuple[list[Message], tuple[Repair, ...]]:
+        """The shaped messages (caller-owned copies) and the repairs, each named by ``paths``."""
+        memo = self._memo
+        fresh: dict[int, tuple[Message, Message, tuple[Repair, ...], Message]] = {}
+        output: list[Message] = []
+        repairs: list[Repair] = []
+        for message, path in zip(messages, paths, strict=True):
+            known = memo.get(id(message))
+            if known is None or known[0] is not message:
+                found: list[Repair] = []
+                shaped = self._shape(message, "@", found)
+                known = (message, shaped, tuple(found), _fresh(shaped))
+            elif known[3] != known[1]:  # the caller edited what it got: hand out a new copy
+                known = (message, known[1], known[2], _fresh(known[1]))
+            fresh[id(message)] = known
+            output.append(known[3])
+            repairs.extend(Repair(r.path.replace("@", path, 1), r.detail) for r in known[2])
+        self._memo = fresh
+        return output, tuple(repairs)
