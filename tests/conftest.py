@@ -28,6 +28,8 @@ def shared_path(*parts: str) -> Path:
     return base.joinpath(*parts)
 
 
+pytest_plugins = ["tests.doubles"]
+
 CORPUS = shared_path("corpus", "raw")
 
 
