@@ -515,13 +515,8 @@ class ContextSession:
             self._save_store()
         self._last = _LastRequest(messages, system, tools, now, state.generation)
         self._save()
-        if self._openai is not None:
-            sent = OpenAIHistory.to_openai(messages)
-            paths = [f"messages[{position}]" for position in range(len(sent))]
-        else:
-            sent = messages
-            paths = [f"messages[{position}]" for position in range(len(sent))]
-        wired, repairs = self._wire.shape(sent, paths)
+        sent = OpenAIHistory.to_openai(messages) if self._openai is not None else messages
+        wired, repairs = self._wire.shape(sent)
         return Prepared(
             messages=wired,
             deleted_range=state.deleted_range,
@@ -538,16 +533,15 @@ class ContextSession:
     def _id_repairs(self) -> tuple[Repair, ...]:
         """The renamed duplicate tool_use ids among the messages this request sends."""
         start = visible_start(self._state.deleted_range)
-        found = []
-        for index in [0, 1, *range(max(start, 2), len(self._history))]:
-            for position, new in self._ids.renamed(index).items():
-                found.append(
-                    Repair(
-                        f"history[{index}].content[{position}].id",
-                        f"a tool_use id used before: sent as {new!r}",
-                    )
-                )
-        return tuple(found)
+        return tuple(
+            Repair(
+                f"history[{index}].content[{position}].id",
+                f"a tool_use id used before: sent as {new!r}",
+            )
+            for index, renamed in sorted(self._ids.renamed().items())
+            if index < 2 or index >= start
+            for position, new in renamed.items()
+        )
 
     def _estimate(
         self,

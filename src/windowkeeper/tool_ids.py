@@ -38,10 +38,9 @@ class UniqueToolIds:
         """Forget everything: the next :meth:`apply` looks at the whole history again."""
         self._sources, self._seen, self._renames, self._copies = [], set(), {}, {}
 
-    def renamed(self, index: int) -> dict[int, str]:
-        """Block position -> new id, for the tool_use blocks of message ``index`` renamed."""
-        entry = self._renames.get(index)
-        return dict(entry[0]) if entry else {}
+    def renamed(self) -> dict[int, dict[int, str]]:
+        """Message index -> block position -> new id, for every tool_use block renamed."""
+        return {index: dict(entry[0]) for index, entry in self._renames.items()}
 
     def _catch_up(self, history: Sequence[Message]) -> None:
         done = len(self._sources)

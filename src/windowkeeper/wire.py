@@ -28,9 +28,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
-from .messages import Message
+from .messages import Message, shared_prefix
 
 __all__ = [
     "ANTHROPIC_BLOCK_KEYS",
@@ -272,34 +273,53 @@ class WireShaper:
 
     The shaped form of a message object is computed once (messages are treated as values), and
     what a caller receives is a copy of it, made again only when the caller changed the copy it
-    got last time (compared at C speed), so repeated requests cost little. Not thread-safe.
+    got last time. When a request starts with the last one's messages and the caller changed
+    none of what it got (one comparison at C speed), that part is reused whole, so a steady turn
+    costs time in its new messages only. Not thread-safe.
     """
 
-    __slots__ = ("_memo", "_shape")
+    __slots__ = ("_last", "_memo", "_shape")
 
     def __init__(self, shape: Callable[[Message, str, list[Repair]], Message]) -> None:
         self._shape = shape
         # id -> (source, shaped, repairs relative to the message, handed out copy)
         self._memo: dict[int, tuple[Message, Message, tuple[Repair, ...], Message]] = {}
+        # the last call: sources, shaped forms, copies handed out, repairs per position
+        self._last: tuple[list[Message], list[Message], list[Message], list[tuple[Repair, ...]]]
+        self._last = ([], [], [], [])
 
     def shape(
-        self, messages: Sequence[Message], paths: Sequence[str]
+        self, messages: Sequence[Message], name: str = "messages"
     ) -> tuple[list[Message], tuple[Repair, ...]]:
-        """The shaped messages (caller-owned copies) and the repairs, each named by ``paths``."""
+        """The shaped messages (caller-owned copies) and the repairs, named ``name[i]...``."""
+        sources, shaped, handed, found = self._last
+        done = shared_prefix(sources, messages)
+        if done and handed[:done] != shaped[:done]:  # the caller edited something it got
+            done = 0
         memo = self._memo
-        fresh: dict[int, tuple[Message, Message, tuple[Repair, ...], Message]] = {}
-        output: list[Message] = []
-        repairs: list[Repair] = []
-        for message, path in zip(messages, paths, strict=True):
+        out_shaped, out_handed = shaped[:done], handed[:done]
+        out_found = found[:done]
+        for position in range(done, len(messages)):
+            message = messages[position]
             known = memo.get(id(message))
             if known is None or known[0] is not message:
-                found: list[Repair] = []
-                shaped = self._shape(message, "@", found)
-                known = (message, shaped, tuple(found), _fresh(shaped))
-            elif known[3] != known[1]:  # the caller edited what it got: hand out a new copy
+                problems: list[Repair] = []
+                form = self._shape(message, "@", problems)
+                known = (message, form, tuple(problems), _fresh(form))
+            elif known[3] != known[1]:
                 known = (message, known[1], known[2], _fresh(known[1]))
-            fresh[id(message)] = known
-            output.append(known[3])
-            repairs.extend(Repair(r.path.replace("@", path, 1), r.detail) for r in known[2])
-        self._memo = fresh
-        return output, tuple(repairs)
+            memo[id(message)] = known
+            out_shaped.append(known[1])
+            out_handed.append(known[3])
+            if known[2]:
+                path = f"{name}[{position}]"
+                out_found.append(
+                    tuple(Repair(r.path.replace("@", path, 1), r.detail) for r in known[2])
+                )
+            else:
+                out_found.append(())
+        if len(memo) > 2 * len(messages) + 64:  # forget messages no longer sent
+            live = {id(message) for message in messages}
+            self._memo = {key: entry for key, entry in memo.items() if key in live}
+        self._last = (list(messages), out_shaped, out_handed, out_found)
+        return list(out_handed), tuple(chain.from_iterable(out_found))
