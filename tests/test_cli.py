@@ -53,6 +53,7 @@ RECORD_TYPES: dict[str, Any] = {
     "overflow": bool,
 }
 SUMMARY_KEYS = ("requests", "truncations", "overflows", "estimated_tokens_sent", "replaced_reads")
+TOP_KEYS = ("policy", "window", "requests", "summary")
 
 
 def _is_int(value: Any) -> bool:
@@ -62,8 +63,19 @@ def _is_int(value: Any) -> bool:
 def check_replay_schema(value: Any) -> list[str]:
     """Every way ``value`` departs from the replay JSON schema of the README (empty when none)."""
     problems: list[str] = []
-    if not isinstance(value, dict) or set(value) != {"requests", "summary"}:
-        return [f"top level: expected keys requests and summary, got {value!r:.80}"]
+    if not isinstance(value, dict) or list(value) != list(TOP_KEYS):
+        return [f"top level: expected keys {', '.join(TOP_KEYS)}, got {value!r:.80}"]
+    if not isinstance(value["policy"], str) or not value["policy"]:
+        problems.append(f"policy: not a name: {value['policy']!r}")
+    window = value["window"]
+    if (
+        not isinstance(window, dict)
+        or set(window) != {"context_window", "limit"}
+        or not _is_int(window["context_window"])
+        or isinstance(window["limit"], bool)
+        or not isinstance(window["limit"], int | float)
+    ):
+        problems.append(f"window: expected context_window and limit numbers, got {window!r:.80}")
     requests, summary = value["requests"], value["summary"]
     if not isinstance(requests, list):
         return ["requests: not a list"]
@@ -125,6 +137,8 @@ class TestSchemaChecker:
     def test_rejects_departures(self) -> None:
         """A missing key, a wrong type and a summary that does not add up are all reported."""
         good = {
+            "policy": "cline",
+            "window": {"context_window": 64_000, "limit": 37_000},
             "requests": [
                 {
                     "index": 1,
@@ -146,7 +160,11 @@ class TestSchemaChecker:
         del missing["requests"][0]["overflow"]
         wrong_total = json.loads(json.dumps(good))
         wrong_total["summary"]["requests"] = 2
-        for value in (bad_type, missing, wrong_total, {"requests": []}):
+        no_policy = json.loads(json.dumps(good))
+        del no_policy["policy"]
+        bad_window = json.loads(json.dumps(good))
+        bad_window["window"] = 64_000
+        for value in (bad_type, missing, wrong_total, no_policy, bad_window, {"requests": []}):
             assert check_replay_schema(value) != []
 
 
@@ -294,6 +312,8 @@ class TestReplay:
         assert result.exit_code == 0, result.output
         cline, windowkeeper = replay_objects(result)
         assert cline["summary"]["requests"] == windowkeeper["summary"]["requests"] == 21
+        assert (cline["policy"], windowkeeper["policy"]) == ("cline", "windowkeeper")
+        assert cline["window"] == {"context_window": 64_000, "limit": 37_000}
         assert result.stderr == ""  # no progress bar when stderr is not a terminal
 
     def test_recorded_usage_decides(self, task: Path) -> None:

@@ -175,7 +175,9 @@ class TestRecords:
         """Exactly the documented keys and types."""
         history = conversation(12, prompt_step=4_000)
         value = replay(history, window=WINDOW, requests=recorded(history)).to_json()
-        assert set(value) == {"requests", "summary"}
+        assert list(value) == ["policy", "window", "requests", "summary"]
+        assert value["policy"] == "cline"
+        assert value["window"] == {"context_window": WINDOW, "limit": 37_000}
         for item in value["requests"]:
             assert set(item) == {
                 "index",

@@ -19,19 +19,21 @@ from typing import IO, Any, TypeVar
 import click
 
 from . import __version__
-from ._errors import WindowkeeperError
+from ._errors import MalformedMessageError, WindowkeeperError
+from .cline import MAX_TOKEN_COUNT
 from .demo import DEMO_WINDOW, demo_conversation
 from .inspection import Inspection, inspect_trace
 from .pairing import Violation, validate_messages
 from .plot import plot_replays
 from .preview import NextRequest, next_request
 from .replay import PolicyName, Replay, UsageSource, replay, request_points
-from .trace import Trace, TraceFormat, load_trace
+from .trace import Trace, TraceError, TraceFormat, load_trace
 from .window import ContextWindowInfo
 
 __all__ = ["cli", "main"]
 
 DEFAULT_WINDOW = 128_000
+MAX_WINDOW = MAX_TOKEN_COUNT  # far beyond any model: larger values are typing mistakes
 DEMO_PLOT = "windowkeeper-demo.png"
 _TOP = 8  # names listed before "and N more"
 
@@ -62,7 +64,9 @@ def format_count(value: float | None) -> str:
     """A token or message count with thousands separators; "-" for none."""
     if value is None:
         return "-"
-    return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
+    if isinstance(value, int) or value.is_integer():  # ints of any size: no float conversion
+        return f"{int(value):,}"
+    return f"{value:,.1f}"
 
 
 def format_range(deleted_range: tuple[int, int] | None) -> str:
@@ -363,7 +367,7 @@ def _debug_option(function: F) -> F:
 def _window_option(function: F) -> F:
     return click.option(
         "--window",
-        type=click.IntRange(min=1),
+        type=click.IntRange(min=1, max=MAX_WINDOW),
         default=DEFAULT_WINDOW,
         show_default=True,
         help="The model's context window, in tokens.",
@@ -461,7 +465,10 @@ def view(
 @_path_argument
 @_format_option
 @click.option(
-    "--window", type=click.IntRange(min=1), required=True, help="Context window, in tokens."
+    "--window",
+    type=click.IntRange(min=1, max=MAX_WINDOW),
+    required=True,
+    help="Context window, in tokens.",
 )
 @click.option(
     "--policy",
@@ -516,19 +523,29 @@ def _replay_all(trace: Trace, window: int, policies: Sequence[str], source: str)
     total = len(request_points(trace.history)) * len(policies)
     bar = ProgressBar(total, sys.stderr)
     try:
-        return [
-            replay(
-                trace.history,
-                window=window,
-                policy=policy,
-                usage=source,
-                requests=trace.requests,
-                progress=bar.step,
-            )
-            for policy in policies
-        ]
+        return _replays(trace, window, policies, source, bar)
+    except MalformedMessageError as error:  # a message the session refuses (it checks more)
+        raise TraceError(f"{trace.path}: {error}") from error
     finally:
         bar.close()
+
+
+def _replays(
+    trace: Trace, window: int, policies: Sequence[str], source: str, bar: ProgressBar
+) -> list[Replay]:
+    return [
+        replay(
+            trace.history,
+            window=window,
+            policy=policy,
+            usage=source,
+            requests=trace.requests,
+            system=trace.system,
+            tools=trace.tools,
+            progress=bar.step,
+        )
+        for policy in policies
+    ]
 
 
 @cli.command()

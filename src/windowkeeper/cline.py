@@ -6,9 +6,13 @@ token usage), ``context_history.json`` (the overwrite store) and ``task_metadata
 history is required: a history-only folder (as traces are often shared) takes each request's usage
 from the ``metrics.tokens`` that Cline stores on every assistant message.
 
-Everything is checked when the folder is loaded, so a :class:`ClineTask` never fails later. A file
-that cannot be used raises :class:`~windowkeeper.TaskFolderError` naming the file and the JSON
-path of the offending value, e.g. ``ui_messages.json[12].text: ...``. Nothing here writes.
+Everything is checked when the folder is loaded, so a :class:`ClineTask` never fails later: the
+messages' shapes (with the string fields of known blocks, such as tool ids), their nesting (at
+most :data:`MAX_JSON_DEPTH` levels), every integer (at most :data:`MAX_SAFE_INTEGER`, as JavaScript
+writes them) and token count (at most :data:`MAX_TOKEN_COUNT`). A file that cannot be used, or
+that is not a regular file (a FIFO is refused without being opened), raises
+:class:`~windowkeeper.TaskFolderError` naming the file and the JSON path of the offending value,
+e.g. ``ui_messages.json[12].text: ...``. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ._errors import InvalidUsageError, MalformedMessageError, TaskFolderError
+from .inputs import MAX_DEPTH
 from .messages import Message, check_message
 from .overwrites import CorruptStoreError, OverwriteStore
 from .storage import CONTEXT_HISTORY_FILE
@@ -30,12 +36,18 @@ from .usage import TokenUsage
 
 __all__ = [
     "API_HISTORY_FILE",
+    "MAX_JSON_DEPTH",
+    "MAX_SAFE_INTEGER",
+    "MAX_TOKEN_COUNT",
     "TASK_METADATA_FILE",
     "UI_MESSAGES_FILE",
     "ApiRequest",
     "ClineTask",
+    "check_block_fields",
+    "check_depth",
     "load_task",
     "previous_api_request",
+    "special_file_kind",
 ]
 
 API_HISTORY_FILE = "api_conversation_history.json"
@@ -44,6 +56,39 @@ TASK_METADATA_FILE = "task_metadata.json"
 
 _API_REQ_STARTED = "api_req_started"
 _METRIC_FIELDS = ("prompt", "completion", "cached")
+_USAGE_FIELDS = {
+    "tokens_in": "tokensIn",
+    "tokens_out": "tokensOut",
+    "cache_writes": "cacheWrites",
+    "cache_reads": "cacheReads",
+}
+
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer a JavaScript number holds exactly: no count or time Cline writes is larger."""
+
+MAX_TOKEN_COUNT = 10**15 - 1
+"""The largest token count of a request accepted (a session refuses larger ones too): nothing is
+near a quadrillion tokens, and a count this large is a bug in whatever wrote it."""
+
+MAX_JSON_DEPTH = MAX_DEPTH
+"""The deepest nesting of arrays and objects a message may have, the message itself included: the
+session's limit (real traces stay under 10). Deeper messages are refused when a trace is loaded,
+so that nothing walking them later runs out of stack."""
+
+# The fields of known blocks that the estimator and the providers need as strings (None: absent).
+_STRING_FIELDS: dict[str, tuple[str, ...]] = {
+    "text": ("text",),
+    "thinking": ("thinking",),
+    "redacted_thinking": ("data",),
+    "tool_use": ("id", "name"),
+    "tool_result": ("tool_use_id",),
+}
+_SPECIAL_FILES = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +179,7 @@ def load_task(path: str | os.PathLike[str]) -> ClineTask:
     is missing, unreadable, not JSON or not of Cline's shape.
     """
     folder = Path(path)
-    if folder.is_file():
+    if folder.exists() and not folder.is_dir():  # a file inside the folder (checked when read)
         folder = folder.parent
     history = _read_json(folder / API_HISTORY_FILE, required=True)
     if not isinstance(history, list):
@@ -178,8 +223,29 @@ def previous_api_request(
 # -- reading files ---------------------------------------------------------------------------
 
 
+def special_file_kind(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is when it is neither a regular file nor a folder (``"a FIFO"``, ...).
+
+    None when it is one of those, or does not exist. Nothing is opened: reading a FIFO would block.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((name for test, name in _SPECIAL_FILES if test(mode)), "a special file")
+
+
+def _check_regular(path: Path) -> None:
+    kind = special_file_kind(path)
+    if kind is not None:
+        raise _error(path, "", f"not a regular file ({kind})")
+
+
 def _read_json(path: Path, *, required: bool = False) -> Any:
     """The parsed JSON of ``path``; None when an optional file is missing."""
+    _check_regular(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -192,6 +258,8 @@ def _read_json(path: Path, *, required: bool = False) -> Any:
         return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except ValueError as error:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise _error(path, "", f"not JSON: {error}") from None
+    except RecursionError:
+        raise _error(path, "", "JSON nested too deeply") from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -199,6 +267,7 @@ def _reject_constant(name: str) -> Any:
 
 
 def _read_store(path: Path) -> OverwriteStore | None:
+    _check_regular(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -228,12 +297,35 @@ def _kind(value: Any) -> str:
 
 
 def _integer(value: Any, path: Path, where: str) -> int:
-    """``value`` as an int (a JSON number such as ``3.0`` is an integer too)."""
+    """``value`` as an int (a JSON number such as ``3.0`` is an integer too), at most
+    :data:`MAX_SAFE_INTEGER` either way."""
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise _error(path, where, f"expected an integer, got {value!r}")
+        number = int(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    else:
+        raise _error(path, where, f"expected an integer, got {value!r:.60}")
+    if abs(number) > MAX_SAFE_INTEGER:
+        raise _error(path, where, _too_large(value))
+    return number
+
+
+def _too_large(value: float, limit: int = MAX_SAFE_INTEGER) -> str:
+    """Why a number no JavaScript program could have written is refused."""
+    if isinstance(value, int) and abs(value) >= 10**20:
+        shown = f"a {len(str(abs(value)))}-digit number"
+    else:
+        shown = repr(value)
+    return f"{shown} is larger than any count Cline writes (at most {limit:,})"
+
+
+def _token_problem(count: float) -> str | None:
+    """Why a token count cannot be used (negative, or beyond :data:`MAX_TOKEN_COUNT`), or None."""
+    if count < 0:
+        return f"expected a token count of 0 or more, got {count!r}"
+    if count > MAX_TOKEN_COUNT:
+        return _too_large(count, MAX_TOKEN_COUNT)
+    return None
 
 
 def _optional_integer(value: Any, path: Path, where: str) -> int | None:
@@ -246,9 +338,56 @@ def _check_history(path: Path, history: Sequence[Any]) -> None:
         where = f"[{index}]"
         try:
             check_message(message, where)
+            check_depth(message, where)
+            content = message["content"]
+            if isinstance(content, list):  # of dicts, as check_message made sure
+                for position, block in enumerate(content):
+                    check_block_fields(block, f"{where}.content[{position}]")
         except MalformedMessageError as error:
             raise _error(path, error.path, error.problem) from None
         _optional_integer(message.get("ts"), path, f"{where}.ts")
+
+
+def check_depth(value: Any, path: str, limit: int = MAX_JSON_DEPTH) -> None:
+    """Raise :class:`MalformedMessageError` when ``value`` nests more than ``limit`` arrays and
+    objects (``value`` itself included). The walk uses a stack of its own, never recursion."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            raise MalformedMessageError(
+                path, f"nested too deeply: more than {limit} levels of arrays and objects"
+            )
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+
+
+def check_block_fields(block: dict[str, Any], path: str) -> None:
+    """Raise :class:`MalformedMessageError` when a known block has a field of the wrong type.
+
+    The ids and names of tool_use and tool_result blocks, the text of text and thinking blocks
+    must be strings when present (as the original, a block may lack them); a tool_result's content
+    a string or a list of blocks, each checked the same way.
+    """
+    kind = block.get("type")
+    for key in _STRING_FIELDS.get(kind, ()) if isinstance(kind, str) else ():
+        value = block.get(key)
+        if value is not None and not isinstance(value, str):
+            raise MalformedMessageError(f"{path}.{key}", f"expected a string, got {_kind(value)}")
+    if kind != "tool_result":
+        return
+    content = block.get("content", "")
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise MalformedMessageError(
+            f"{path}.content", f"expected a string or a list of blocks, got {_kind(content)}"
+        )
+    for position, inner in enumerate(content):
+        where = f"{path}.content[{position}]"
+        if not isinstance(inner, dict) or not isinstance(inner.get("type"), str):
+            raise MalformedMessageError(where, "expected a block dict with a string 'type'")
+        check_block_fields(inner, where)  # as deep as the value, which check_depth bounds
 
 
 # -- requests from ui_messages.json ----------------------------------------------------------
@@ -290,6 +429,12 @@ def _ui_request(path: Path, position: int, message: Mapping[str, Any]) -> ApiReq
             usage = TokenUsage.from_api_req_info(text)
         except InvalidUsageError as error:
             raise _error(path, f"{where}.text", str(error)) from None
+        except RecursionError:
+            raise _error(path, f"{where}.text", "JSON nested too deeply") from None
+        for name, field_name in _USAGE_FIELDS.items():
+            problem = _token_problem(getattr(usage, name))
+            if problem is not None:
+                raise _error(path, f"{where}.text", f"{field_name}: {problem}")
     index = _optional_integer(
         message.get("conversationHistoryIndex"), path, f"{where}.conversationHistoryIndex"
     )
@@ -347,9 +492,15 @@ def _metrics_usage(path: Path, index: int, message: Message) -> TokenUsage | Non
         return None
     if not isinstance(tokens, dict):
         raise _error(path, f"{where}.tokens", f"expected an object, got {_kind(tokens)}")
-    counts = [
-        _optional_integer(tokens.get(name), path, f"{where}.tokens.{name}") or 0
-        for name in _METRIC_FIELDS
-    ]
+    counts = [_metric(tokens.get(name), path, f"{where}.tokens.{name}") for name in _METRIC_FIELDS]
     prompt, completion, cached = counts
     return TokenUsage(tokens_in=prompt, tokens_out=completion, cache_reads=cached)
+
+
+def _metric(value: Any, path: Path, where: str) -> int:
+    """One ``metrics.tokens`` count; a missing or null one is 0."""
+    count = _optional_integer(value, path, where) or 0
+    problem = _token_problem(count)
+    if problem is not None:
+        raise _error(path, where, problem)
+    return count

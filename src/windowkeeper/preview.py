@@ -1,6 +1,8 @@
 """The request a policy would send next for a trace, in the provider shape of your choice.
 
 :func:`next_request` is what ``windowkeeper view`` shows and ``windowkeeper check`` validates.
+When no request can be sent (the session cannot make it fit the window), it raises
+:class:`~windowkeeper.ContextOverflowError` with the numbers rather than showing an empty one.
 Nothing stored in the trace is modified.
 """
 
@@ -9,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ._errors import ContextOverflowError, MalformedMessageError
 from .formats.openai import ARGUMENTS_NOTE, from_anthropic
 from .messages import Message
 from .pairing import TOOL_USE_UNANSWERED, Violation, validate_messages
-from .replay import ClinePolicy, PolicyName, Replayer, UsageSource, request_points
-from .trace import Trace
+from .replay import ClinePolicy, PolicyName, Replayer, Sent, UsageSource, request_points
+from .trace import Trace, TraceError
 from .truncation import DeletedRange, visible_start
 from .window import ContextWindowInfo, context_window_info
 
@@ -32,7 +35,7 @@ class NextRequest:
     deleted_range: DeletedRange | None
     truncated: bool  # the range grew for this request
     replaced_reads: int  # older copies of file contents replaced for this request
-    estimated_tokens: int  # the replay ruler's count, system prompt included
+    estimated_tokens: int  # the replay ruler's count, system prompt and tools included
     awaiting_reply: bool
     """The history ends with an assistant message: the request will also carry the reply to it."""
 
@@ -90,6 +93,11 @@ def next_request(
     request. Where nothing was stored (a history-only folder, a message file) and for the
     ``windowkeeper`` policy, the policy first replays the trace, as :func:`~windowkeeper.replay.replay`
     does by default, so that the next request follows from the decisions it would have made.
+
+    Raises :class:`~windowkeeper.ContextOverflowError` (naming the trace, with the estimate, the
+    limit and the window) when the policy cannot send the next request: the session found that
+    nothing makes it fit, or the policy would send no message at all. Earlier requests of the
+    replay that overflowed do not count: only the next one is shown.
     """
     info = window if isinstance(window, ContextWindowInfo) else context_window_info(window)
     history = trace.history
@@ -106,11 +114,17 @@ def next_request(
         usage=UsageSource.RECORDED if trace.has_recorded_usage else UsageSource.ESTIMATED,
         requests=trace.requests,
         system=trace.system,
+        tools=trace.tools,
     )
-    if not resume:
-        for length in request_points(history):
-            replayer.request(length)
-    sent, record = replayer.request(len(history))
+    try:
+        if not resume:
+            for length in request_points(history):
+                replayer.request(length)
+        sent, record = replayer.request(len(history))
+    except MalformedMessageError as error:  # a message the session refuses (it checks more)
+        raise TraceError(f"{trace.path}: {error}") from error
+    if sent.overflow_estimate is not None or not sent.messages:
+        raise _cannot_fit(trace, replayer.policy.name, info, sent, record.estimated_tokens)
     return NextRequest(
         policy=replayer.policy.name,
         window=info,
@@ -122,6 +136,25 @@ def next_request(
         replaced_reads=sent.replaced_reads,
         estimated_tokens=record.estimated_tokens,
         awaiting_reply=bool(history) and history[-1].get("role") == "assistant",
+    )
+
+
+def _cannot_fit(
+    trace: Trace, policy: str, info: ContextWindowInfo, sent: Sent, estimate: int
+) -> ContextOverflowError:
+    """The error for a next request that cannot be sent: why, with the numbers."""
+    limit = info.max_allowed_size
+    if sent.refused is not None:
+        estimate, limit = sent.refused.estimated_tokens, sent.refused.limit
+        why = f"the smallest request it can send is about {estimate:,} tokens"
+    else:
+        why = f"nothing would be sent (about {estimate:,} tokens estimated)"
+    shown = f"{limit:,.0f}" if float(limit).is_integer() else f"{limit:,.1f}"
+    return ContextOverflowError(
+        f"{trace.path}: the next request cannot fit ({policy} policy): {why}, over the limit"
+        f" of {shown} for a {info.context_window:,}-token window",
+        estimated_tokens=estimate,
+        limit=limit,
     )
 
 

@@ -15,14 +15,15 @@ assistant messages' ``metrics.tokens``), or ``"estimated"``, the estimate of wha
 for the previous request plus the tokens of the answer it got (what would happen now).
 
 Every request is measured with one ruler for all policies: the token estimator of
-:mod:`windowkeeper.tokens`, uncalibrated (about 3 bytes of UTF-8 per token, no safety margin,
-messages only: a trace holds no system prompt or tool definitions). A request *overflows* when
-that estimate exceeds the context window. The ruler never learns from the trace, so two replays
-of the same history are measured alike and give the same numbers every time.
+:mod:`windowkeeper.tokens`, uncalibrated (about 3 bytes of UTF-8 per token, no safety margin),
+over the messages sent, the system prompt and the tool definitions when the trace has them. A
+request *overflows* when that estimate exceeds the context window. The ruler never learns from the
+trace, so two replays of the same history are measured alike and give the same numbers every time.
 
 :meth:`Replay.to_json` gives the documented, stable JSON form::
 
-    {"requests": [{"index": int, "deleted_range": [start, end] | null, "truncated": bool,
+    {"policy": str, "window": {"context_window": int, "limit": number},
+     "requests": [{"index": int, "deleted_range": [start, end] | null, "truncated": bool,
                    "replaced_reads": int, "estimated_tokens": int, "reported_tokens": int | null,
                    "overflow": bool}, ...],
      "summary": {"requests": int, "truncations": int, "overflows": int,
@@ -96,6 +97,8 @@ class Sent:
     replaced_reads: int  # older copies of file contents replaced for this request
     overflow_estimate: int | None = None
     """Set when nothing could make the request fit: the policy's estimate of the smallest one."""
+    refused: ContextOverflowError | None = None
+    """Set with ``overflow_estimate``: the error the policy raised, which says why."""
 
 
 class Policy(Protocol):
@@ -198,9 +201,15 @@ class WindowkeeperPolicy:
     """A :class:`~windowkeeper.session.ContextSession` fed message by message, as an agent loop would."""
 
     def __init__(
-        self, window: int | ContextWindowInfo, *, counter: Ruler | None = None, system: Any = None
+        self,
+        window: int | ContextWindowInfo,
+        *,
+        counter: Ruler | None = None,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         self.system = system
+        self.tools = tools
         self._now = 0
         self.session = ContextSession(
             _window_info(window), counter=counter, clock=lambda: self._now
@@ -224,10 +233,10 @@ class WindowkeeperPolicy:
         before = _read_replacements(store)
         range_before = session.deleted_range
         try:
-            prepared = session.prepare(system=self.system)
+            prepared = session.prepare(system=self.system, tools=self.tools)
         except ContextOverflowError as error:
             truncated = session.deleted_range != range_before
-            return Sent([], session.deleted_range, truncated, 0, error.estimated_tokens)
+            return Sent([], session.deleted_range, truncated, 0, error.estimated_tokens, error)
         replaced = _read_replacements(store) - before
         return Sent(prepared.messages, prepared.deleted_range, prepared.range_changed, replaced)
 
@@ -238,15 +247,17 @@ def make_policy(
     *,
     counter: Ruler | None = None,
     system: Any = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> Policy:
     """A fresh policy by name: ``"cline"`` or ``"windowkeeper"``.
 
-    The session of ``"windowkeeper"`` measures requests with ``counter`` and counts ``system``.
+    The session of ``"windowkeeper"`` measures requests with ``counter`` and counts ``system``
+    and ``tools``. The original decides from reported usage alone, so ``"cline"`` needs neither.
     """
     kind = PolicyName(name)
     if kind is PolicyName.CLINE:
         return ClinePolicy(window)
-    return WindowkeeperPolicy(window, counter=counter, system=system)
+    return WindowkeeperPolicy(window, counter=counter, system=system, tools=tools)
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,8 +342,15 @@ class Replay:
         return max((record.estimated_tokens for record in self.requests), default=0)
 
     def to_json(self) -> dict[str, Any]:
-        """The documented JSON form: ``{"requests": [...], "summary": {...}}``."""
+        """The documented JSON form: ``{"policy", "window", "requests": [...], "summary": {...}}``."""
+        window = self.window
+        limit = window.max_allowed_size
         return {
+            "policy": self.policy,
+            "window": {
+                "context_window": window.context_window,
+                "limit": int(limit) if float(limit).is_integer() else limit,
+            },
             "requests": [record.to_json() for record in self.requests],
             "summary": self.summary.to_json(),
         }
@@ -348,7 +366,7 @@ class Replayer:
 
     :func:`replay` drives it over every request of a history; :meth:`request` can also be called
     for a request the history has not made yet (the next one). See :func:`replay` for the
-    arguments; ``system`` is the system prompt, counted in every request's estimate.
+    arguments; ``system`` and ``tools`` are counted in every request's estimate.
     """
 
     def __init__(
@@ -361,14 +379,16 @@ class Replayer:
         requests: Sequence[ApiRequest] = (),
         ruler: Ruler | None = None,
         system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
         self.history = history
         self.window = _window_info(window)
         self.usage = UsageSource(usage)
         self.ruler = ruler if ruler is not None else Ruler()
         self.system = system
+        self.tools = tools
         self.policy = (
-            make_policy(policy, self.window, counter=self.ruler, system=system)
+            make_policy(policy, self.window, counter=self.ruler, system=system, tools=tools)
             if isinstance(policy, str)
             else policy
         )
@@ -391,7 +411,7 @@ class Replayer:
         timestamp = _timestamp(earlier, history, length, len(self.records))
         sent = self.policy.send(history[:length], usage=driving, timestamp=timestamp)
         tokens = (
-            self.ruler.count(sent.messages, system=self.system)
+            self.ruler.count(sent.messages, system=self.system, tools=self.tools)
             if sent.overflow_estimate is None
             else sent.overflow_estimate
         )
@@ -422,6 +442,7 @@ def replay(
     requests: Sequence[ApiRequest] = (),
     ruler: Ruler | None = None,
     system: Any = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
     progress: Progress | None = None,
 ) -> Replay:
     """Replay ``history`` request by request under ``policy`` (a name or a :class:`Policy`).
@@ -430,8 +451,9 @@ def replay(
     ``ClineTask.requests``): they give the recorded usage, each record's ``reported_tokens`` and
     the requests' times. With ``usage="recorded"`` a request whose predecessor recorded nothing
     makes no decision, as in the original. A policy given by name is built fresh and measures with
-    ``ruler``; a :class:`Policy` instance must be fresh too. ``system``, the system prompt when
-    the trace has one, is counted in every estimate.
+    ``ruler``; a :class:`Policy` instance must be fresh too. ``system`` and ``tools``, the system
+    prompt and tool definitions when the trace has them (``Trace.system``, ``Trace.tools``), are
+    counted in every estimate, and given to the session of ``"windowkeeper"``.
     """
     replayer = Replayer(
         history,
@@ -441,6 +463,7 @@ def replay(
         requests=requests,
         ruler=ruler,
         system=system,
+        tools=tools,
     )
     points = request_points(history)
     for done, length in enumerate(points, 1):

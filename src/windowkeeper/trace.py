@@ -16,7 +16,12 @@ overwrite store) when the input is a task folder. Accepted inputs, told apart by
 
 Nothing here writes. An input that cannot be used raises :class:`TraceError` (or the
 :class:`~windowkeeper.TaskFolderError` / :class:`~windowkeeper.MalformedMessageError` of the
-part that rejected it), naming the file and, where it can, the JSON path.
+part that rejected it), naming the file and, where it can, the JSON path. Refused, besides what
+is not JSON or not of a known shape: a path that is neither a regular file nor a folder (a FIFO
+is refused before anything opens it), JSON nested too deeply to walk (a message nesting more than
+:data:`~windowkeeper.cline.MAX_JSON_DEPTH` arrays and objects), tool ids, names and texts that are
+not strings, counts beyond what Cline can write, and a system prompt that is not a string or a
+list of text blocks; so a loaded trace never fails later for its shape.
 """
 
 from __future__ import annotations
@@ -30,7 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import MalformedMessageError, TaskFolderError, WindowkeeperError
-from .cline import API_HISTORY_FILE, ApiRequest, ClineTask, load_task
+from .cline import (
+    API_HISTORY_FILE,
+    ApiRequest,
+    ClineTask,
+    check_block_fields,
+    check_depth,
+    load_task,
+    special_file_kind,
+)
 from .formats.openai import to_anthropic
 from .formats.swe_agent import parse_swe_agent_trajectory
 from .messages import Message, check_history
@@ -66,7 +79,9 @@ class Trace:
 
     ``requests`` are the model requests the trace recorded, in order (empty when it recorded
     none); ``deleted_range`` and ``store`` are what Cline saved for the task (None elsewhere).
-    ``system`` is the system prompt when the input carries one.
+    ``system`` is the system prompt when the input carries one (a string or a list of text
+    blocks), ``tools`` the tool definitions sent with every request when it carries them (no
+    format read here does yet); replays count both in every request.
     """
 
     path: Path
@@ -76,6 +91,7 @@ class Trace:
     deleted_range: DeletedRange | None = None
     store: OverwriteStore | None = None
     system: Any = None
+    tools: tuple[dict[str, Any], ...] | None = None
 
     @property
     def has_recorded_usage(self) -> bool:
@@ -97,6 +113,7 @@ def load_trace(path: str | os.PathLike[str], format: str | None = None) -> Trace
 def _load(source: Path, format: str | None) -> Trace:
     if not source.exists():
         raise TraceError(f"{source}: no such file or folder")
+    _check_regular(source)
     kind = None if format is None else _format(format)
     if kind is TraceFormat.CLINE or (kind is None and _is_cline(source)):
         task = load_task(source)
@@ -114,16 +131,22 @@ def _load(source: Path, format: str | None) -> Trace:
     if kind is None:
         kind = _detect(source, value)
     try:
-        if kind is TraceFormat.SWE_AGENT:
-            trajectory = parse_swe_agent_trajectory(value)
-            return _message_trace(source, kind, trajectory.messages, trajectory.system)
-        messages, system = _messages_of(source, value)
-        if kind is TraceFormat.OPENAI:
-            conversation = to_anthropic(messages, name="messages")
-            return _message_trace(source, kind, conversation.messages, conversation.system)
-        return _message_trace(source, kind, messages, system)
+        return _convert(source, kind, value)
     except (MalformedMessageError, TaskFolderError) as error:
         raise TraceError(f"{source}: {error}") from None
+    except RecursionError:  # a converter walked a value nested deeper than the stack allows
+        raise TraceError(f"{source}: JSON nested too deeply") from None
+
+
+def _convert(source: Path, kind: TraceFormat, value: Any) -> Trace:
+    if kind is TraceFormat.SWE_AGENT:
+        trajectory = parse_swe_agent_trajectory(value)
+        return _message_trace(source, kind, trajectory.messages, trajectory.system)
+    messages, system = _messages_of(source, value)
+    if kind is TraceFormat.OPENAI:
+        conversation = to_anthropic(messages, name="messages")
+        return _message_trace(source, kind, conversation.messages, conversation.system)
+    return _message_trace(source, kind, messages, system)
 
 
 def detect_format(path: str | os.PathLike[str]) -> TraceFormat:
@@ -160,7 +183,15 @@ def _format(name: str) -> TraceFormat:
         raise TraceError(f"unknown format {name!r} (choose from {choices})") from None
 
 
+def _check_regular(path: Path) -> None:
+    """Refuse a FIFO, socket or device before anything opens it (reading a FIFO blocks)."""
+    kind = special_file_kind(path)
+    if kind is not None:
+        raise TraceError(f"{path}: not a regular file or a folder ({kind})")
+
+
 def _read_json(path: Path) -> Any:
+    _check_regular(path)
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as error:
@@ -171,6 +202,8 @@ def _read_json(path: Path) -> Any:
         return json.loads(text)
     except ValueError as error:
         raise TraceError(f"{path}: not JSON: {error}") from None
+    except RecursionError:
+        raise TraceError(f"{path}: JSON nested too deeply") from None
 
 
 def _messages_of(path: Path, value: Any) -> tuple[list[Any], Any]:
@@ -206,9 +239,27 @@ def _looks_openai(messages: Sequence[Any]) -> bool:
 def _message_trace(path: Path, kind: TraceFormat, messages: Sequence[Any], system: Any) -> Trace:
     """A trace of plain messages; ``metrics.tokens`` on assistant messages give recorded usage."""
     check_history(messages, "messages")
+    _check_system(system)
     try:
         task = ClineTask(path=path.parent, history=tuple(messages))
     except TaskFolderError as error:  # a bad metrics value: say where, without the folder's file
         where = str(error).removeprefix(str(path.parent / API_HISTORY_FILE))
         raise TaskFolderError(f"messages{where}") from None
     return Trace(path, kind, task.history, task.requests, system=system)
+
+
+def _check_system(system: Any) -> None:
+    """A system prompt is None, a string or a list of text blocks, as the Messages API takes."""
+    if system is None or isinstance(system, str):
+        return
+    if not isinstance(system, list):
+        raise MalformedMessageError(
+            "system",
+            f"expected a string or a list of text blocks, got {type(system).__name__}",
+        )
+    check_depth(system, "system")
+    for position, block in enumerate(system):
+        where = f"system[{position}]"
+        if not isinstance(block, Mapping) or block.get("type") != "text":
+            raise MalformedMessageError(where, "expected a block dict of type 'text'")
+        check_block_fields(dict(block), where)
