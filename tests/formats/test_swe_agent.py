@@ -49,7 +49,9 @@ class TestCorpus:
         noted = [b for b in _tool_uses(trajectory.messages) if "openai_arguments" in b]
         assert len(noted) == 4
         assert validate_openai(trajectory.openai_messages) == []
-        assert validate_messages(trajectory.messages) == []
+        # The replay demo numbers its calls per turn, so ids repeat: the only rule it breaks,
+        # which a session repairs by renaming (tests/test_session_loops.py).
+        assert {v.rule for v in validate_messages(trajectory.messages)} <= {"duplicate-tool-use-id"}
         assert from_anthropic(trajectory.messages) == trajectory.openai_messages
         assert trajectory.model_stats == ModelStats(
             tokens_sent=0, tokens_received=0, api_calls=13, instance_cost=0.0, total_cost=None
