@@ -28,7 +28,7 @@ def shared_path(*parts: str) -> Path:
     return base.joinpath(*parts)
 
 
-pytest_plugins = ["tests.doubles"]
+pytest_plugins = ["tests.doubles", "tests.postgres"]
 
 CORPUS = shared_path("corpus", "raw")
 

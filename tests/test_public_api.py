@@ -7,6 +7,10 @@ import importlib
 import windowkeeper
 
 EXPECTED = {
+    "SQLiteStore",
+    "SessionStore",
+    "StorageError",
+    "TaskFolderStore",
     "TraceError",
     "usage_from_sdk",
     "model_window",
@@ -22,6 +26,8 @@ EXPECTED = {
     "ClineReadDetector",
     "Compaction",
     "ContextManager",
+    "ConcurrentUpdateError",
+    "ConfigurationError",
     "ContextOverflowError",
     "ContextResult",
     "ContextWindowInfo",

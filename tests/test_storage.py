@@ -67,12 +67,31 @@ class TestAtomicSave:
             assert reader.read() == a_store(1).to_json().encode("utf-8")
         assert (tmp_path / FILE).read_bytes() == a_store(2).to_json().encode("utf-8")
 
-    def test_permissions_are_those_of_a_plain_write(self, tmp_path: Path) -> None:
-        """The file is 0o666 less the umask, not the 0o600 of a private temporary file."""
-        umask = os.umask(0o022)
-        os.umask(umask)
+    @pytest.mark.parametrize(("folder", "expected"), [(0o700, 0o600), (0o755, 0o644)])
+    def test_a_new_file_follows_the_folder(self, tmp_path: Path, folder: int, expected: int) -> None:
+        """A new file gets the folder's read and write bits: private in a private folder."""
+        tmp_path.chmod(folder)
         atomic_write_text(tmp_path / FILE, "[]")
-        assert stat.S_IMODE((tmp_path / FILE).stat().st_mode) == 0o666 & ~umask
+        assert stat.S_IMODE((tmp_path / FILE).stat().st_mode) == expected
+
+    def test_a_replaced_file_keeps_its_mode(self, tmp_path: Path) -> None:
+        """Replacing a file the user restricted to 0600 in a 0755 folder keeps it 0600."""
+        tmp_path.chmod(0o755)
+        (tmp_path / FILE).write_text("[]")
+        (tmp_path / FILE).chmod(0o600)
+        atomic_write_text(tmp_path / FILE, "[1]")
+        assert stat.S_IMODE((tmp_path / FILE).stat().st_mode) == 0o600
+
+    def test_a_link_is_replaced_not_followed(self, tmp_path: Path) -> None:
+        """A symlink at the target is replaced by the file; what it pointed to is untouched."""
+        outside = tmp_path / "outside.json"
+        outside.write_text("keep")
+        folder = tmp_path / "task"
+        folder.mkdir()
+        (folder / FILE).symlink_to(outside)
+        atomic_write_text(folder / FILE, "[]")
+        assert outside.read_text() == "keep"
+        assert not (folder / FILE).is_symlink()
 
     def test_a_failed_write_keeps_the_previous_file(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture

@@ -7,6 +7,7 @@ dicts in the Anthropic Messages shape; nothing windowkeeper is given is ever mod
 from __future__ import annotations
 
 from ._errors import (
+    ConfigurationError,
     ContextOverflowError,
     InvalidRangeError,
     InvalidUsageError,
@@ -22,7 +23,15 @@ from .overwrites import CorruptStoreError, EditType, OverwriteStore, Update
 from .pairing import Violation, ensure_tool_results_follow_tool_use, validate_messages
 from .sdk import usage_from_sdk
 from .session import Checkpoint, ContextSession, Prepared
-from .storage import LoadReport, LoadStatus
+from .storage import (
+    ConcurrentUpdateError,
+    LoadReport,
+    LoadStatus,
+    SessionStore,
+    SQLiteStore,
+    StorageError,
+    TaskFolderStore,
+)
 from .tokens import CalibratedEstimator, TokenCounter
 from .trace import TraceError
 from .truncation import Keep
@@ -36,6 +45,8 @@ __all__ = [
     "Checkpoint",
     "ClineReadDetector",
     "Compaction",
+    "ConcurrentUpdateError",
+    "ConfigurationError",
     "ContextManager",
     "ContextOverflowError",
     "ContextResult",
@@ -55,7 +66,11 @@ __all__ = [
     "OverwriteStore",
     "Prepared",
     "ReadDetector",
+    "SQLiteStore",
+    "SessionStore",
+    "StorageError",
     "TaskFolderError",
+    "TaskFolderStore",
     "TokenCounter",
     "TokenUsage",
     "TraceError",

@@ -19,13 +19,11 @@ truncation) until it fits, clips oversized results of the newest turn as a last 
 
 from __future__ import annotations
 
-import json
 import operator
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Literal
 
 from ._errors import (
@@ -42,15 +40,15 @@ from .file_reads import ReadDetector
 from .inputs import check_json_value, check_session_message
 from .manager import ContextManager
 from .masking import mask_old_context
-from .messages import Message
+from .messages import Message, shared_prefix
 from .models import model_window
 from .native_reads import NativeReadDetector
 from .native_results import ResultPlacer
 from .notices import TRUNCATION_NOTICE
-from .overwrites import OverwriteStore
+from .overwrites import CorruptStoreError, OverwriteStore
 from .pairing import OrphanResults
 from .sdk import message_from_sdk, usage_from_sdk
-from .storage import atomic_write_text
+from .storage import Commit, SessionStore, TaskFolderStore
 from .tokens import CalibratedEstimator, TokenCounter
 from .tool_ids import UniqueToolIds
 from .truncation import DeletedRange, Keep, check_range, next_range, visible_start
@@ -67,7 +65,6 @@ __all__ = [
 ]
 
 HISTORY_FILE = "api_conversation_history.json"
-STATE_FILE = "windowkeeper_session.json"
 _STATE_VERSION = 1
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 
@@ -216,6 +213,7 @@ class ContextSession:
         *,
         model: str | None = None,
         task_dir: str | os.PathLike[str] | None = None,
+        store: SessionStore | None = None,
         counter: TokenCounter | None = None,
         detector: ReadDetector | None = None,
         max_output_tokens: int = 0,
@@ -227,7 +225,15 @@ class ContextSession:
         clock: Callable[[], int] | None = None,
     ) -> None:
         self._info = _window(context_window, model)
-        self._task_dir = Path(task_dir) if task_dir is not None else None
+        if task_dir is not None and store is not None:
+            raise ConfigurationError("give task_dir or store, not both")
+        self._backend: SessionStore | None = (
+            TaskFolderStore(task_dir) if task_dir is not None else store
+        )
+        if self._backend is not None and not isinstance(self._backend, SessionStore):
+            raise ConfigurationError(
+                f"store must be a SessionStore (load, commit, close), got {type(store).__name__}"
+            )
         self._counter: TokenCounter = counter if counter is not None else CalibratedEstimator()
         self._manager = ContextManager(
             detector=detector if detector is not None else NativeReadDetector()
@@ -261,9 +267,11 @@ class ContextSession:
         self._wire = WireShaper(openai_message if format == "openai" else anthropic_message)
         self._state = _State()
         self._last: _LastRequest | None = None
-        self._saved_length = 0
-        if self._task_dir is not None:
-            self._load(self._task_dir)
+        self._version = 0  # of what the backend holds
+        self._committed: list[Message] = []  # the history as the backend holds it
+        self._committed_store: tuple[OverwriteStore, int] | None = None  # (store, revision)
+        if self._backend is not None:
+            self._load(self._backend)
 
     # -- what the session holds ------------------------------------------------------------
 
@@ -286,8 +294,10 @@ class ContextSession:
             raise InvalidRangeError(
                 f"deleted_range {checked} reaches past the history's {len(self._history)} messages"
             )
-        self._state.deleted_range = checked
-        self._save_state()
+        state = self._state.copy()
+        state.deleted_range = checked
+        self._commit(state)
+        self._state = state
 
     @property
     def window(self) -> ContextWindowInfo:
@@ -332,7 +342,8 @@ class ContextSession:
             try:
                 self._sync()
                 self._check_first(self._history, "history")
-            except (MalformedMessageError, TaskFolderError):
+                self._commit(self._state)
+            except BaseException:
                 self._openai.cut(len(self._openai) - len(batch))
                 self._sync()
                 raise
@@ -342,7 +353,11 @@ class ContextSession:
                 check_session_message(message, f"history[{start + offset}]")
             self._check_first([*self._history[:1], *batch[:1]], "history")
             self._history.extend(batch)
-        self._save()
+            try:
+                self._commit(self._state)
+            except BaseException:
+                del self._history[start:]
+                raise
 
     @staticmethod
     def _check_first(history: Sequence[Message], name: str) -> None:
@@ -372,15 +387,17 @@ class ContextSession:
         last = self._last
         generation = last.generation if last is not None else self._state.generation
         sent_at = timestamp if timestamp is not None else (last.timestamp if last else self._tick())
+        state = self._state.copy()
+        state.usage = parsed
+        state.usage_timestamp = sent_at
+        state.usage_generation = generation
+        self._commit(state)
+        self._state = state
         if last is not None:
             reported = parsed.tokens_in + parsed.cache_writes + parsed.cache_reads
             self._counter.observe(
                 last.messages, system=last.system, tools=last.tools, reported_input_tokens=reported
             )
-        self._state.usage = parsed
-        self._state.usage_timestamp = sent_at
-        self._state.usage_generation = generation
-        self._save_state()
 
     # -- building a request ----------------------------------------------------------------
 
@@ -437,7 +454,6 @@ class ContextSession:
             state.clips.append(arrived)
         if clips:
             view = self._view()
-        stored_before = self._manager.store.revision
         usage = state.usage
         stale = usage is not None and state.usage_generation != state.generation
         self._manager.last_replaced = frozenset()
@@ -511,10 +527,8 @@ class ContextSession:
                 view = self._view()
                 messages = self._render(view)
                 estimate = self._estimate(messages, system, tools, reserve)
-        if self._manager.store.revision != stored_before:
-            self._save_store()
+        self._commit(state)
         self._last = _LastRequest(messages, system, tools, now, state.generation)
-        self._save()
         sent = OpenAIHistory.to_openai(messages) if self._openai is not None else messages
         wired, repairs = self._wire.shape(sent)
         return Prepared(
@@ -675,13 +689,7 @@ class ContextSession:
                 f"checkpoint holds {checkpoint.history_length} messages, the history only"
                 f" {length}: it belongs to another session or a rolled-back branch"
             )
-        if self._openai is not None:
-            self._openai.cut(checkpoint.history_length)
-            self._sync()
-        else:
-            del self._history[checkpoint.history_length :]
-        self._ids.reset()
-        self._state = _State(
+        state = _State(
             deleted_range=checkpoint.deleted_range,
             generation=checkpoint.generation,
             last_timestamp=self._state.last_timestamp,
@@ -690,92 +698,118 @@ class ContextSession:
             usage_generation=checkpoint.usage_generation,
             clips=list(checkpoint.clips),
         )
+        store = OverwriteStore.from_json(checkpoint.store_json)
+        if self._openai is not None:
+            openai_before = self._openai.messages
+            self._openai.cut(checkpoint.history_length)
+            self._sync()
+        history_before = self._history
+        self._history = self._history[
+            : len(self._history) if self._openai else checkpoint.history_length
+        ]
+        try:
+            self._commit(state, store)
+        except BaseException:
+            self._history = history_before
+            if self._openai is not None:
+                self._openai = OpenAIHistory(openai_before)
+                self._sync()
+            raise
+        self._ids.reset()
+        self._state = state
         self._last = None
         restore = getattr(self._counter, "restore", None)
         if checkpoint.counter_state is not None and callable(restore):
             restore(checkpoint.counter_state)
-        self._manager.store = OverwriteStore.from_json(checkpoint.store_json)
-        self._saved_length = min(self._saved_length, checkpoint.history_length)
-        self._save(rewrite=True)
+        self._manager.store = store
 
     # -- persistence -----------------------------------------------------------------------
 
-    def _save(self, *, rewrite: bool = False) -> None:
-        if self._task_dir is None:
-            return
-        if rewrite or self._saved_length != len(self._history):
-            text = json.dumps(
-                self._history, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-            )
-            atomic_write_text(self._task_dir / HISTORY_FILE, text)
-            self._saved_length = len(self._history)
-        self._save_store()
-        self._save_state()
+    def close(self) -> None:
+        """Release the storage backend (a database connection); the session stays readable."""
+        if self._backend is not None:
+            self._backend.close()
 
-    def _save_store(self) -> None:
-        if self._task_dir is not None and not self._manager.save_context_history(self._task_dir):
-            raise TaskFolderError(
-                f"{self._task_dir / 'context_history.json'}: could not be written (see the log)"
-            )
+    def __enter__(self) -> ContextSession:
+        return self
 
-    def _save_state(self) -> None:
-        if self._task_dir is None:
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _commit(self, state: _State, store: OverwriteStore | None = None) -> None:
+        """Make the history, ``state`` and the store (``store`` or the manager's) durable together.
+
+        One commit of what changed since the last: the messages appended (or the cut back, after
+        a rollback), the state, and the store's JSON when it changed.
+        """
+        backend = self._backend
+        if backend is None:
             return
-        state = self._state
-        usage = state.usage
-        value = {
-            "version": _STATE_VERSION,
-            "history_length": len(self._history),
-            "deleted_range": list(state.deleted_range) if state.deleted_range else None,
-            "generation": state.generation,
-            "last_timestamp": state.last_timestamp,
-            "usage": None
-            if usage is None
-            else [usage.tokens_in, usage.tokens_out, usage.cache_writes, usage.cache_reads],
-            "usage_timestamp": state.usage_timestamp,
-            "usage_generation": state.usage_generation,
-            "clips": [[c.message_index, c.block_index, c.kept] for c in state.clips],
-        }
-        atomic_write_text(
-            self._task_dir / STATE_FILE, json.dumps(value, separators=(",", ":"), allow_nan=False)
+        store = store if store is not None else self._manager.store
+        history = self._history
+        committed = self._committed
+        keep = min(len(committed), len(history))
+        if keep and (committed[keep - 1] is not history[keep - 1]):
+            keep = shared_prefix(committed, history)
+        changed = self._committed_store != (store, store.revision)
+        commit = Commit(
+            base_version=self._version,
+            keep=keep,
+            append=history[keep:],
+            state=_state_value(state, len(history)),
+            store_json=store.to_json() if changed else None,
         )
+        self._version = backend.commit(commit)
+        self._committed = list(history)
+        self._committed_store = (store, store.revision)
 
-    def _load(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
-        history_path = folder / HISTORY_FILE
-        if history_path.exists():
-            history = _read_json(history_path)
-            if not isinstance(history, list):
-                raise TaskFolderError(f"{history_path}: expected a list of messages")
+    def _load(self, backend: SessionStore) -> None:
+        snapshot = backend.load()
+        self._manager.last_load = getattr(backend, "last_load", None)
+        if snapshot is None:
+            return
+        history = snapshot.history
+        where = backend.name
+        try:
+            for index, message in enumerate(history):
+                check_session_message(message, f"{HISTORY_FILE}[{index}]")
+            self._check_first(history, HISTORY_FILE)
+        except MalformedMessageError as error:
+            raise TaskFolderError(f"{where}: {error}") from None
+        self._history = history
+        self._committed = list(history)
+        self._version = snapshot.version
+        if self._openai is not None:
+            self._openai = OpenAIHistory(OpenAIHistory.to_openai(history))
+            self._sync()
+        if snapshot.store_json is not None:
             try:
-                for index, message in enumerate(history):
-                    check_session_message(message, f"{HISTORY_FILE}[{index}]")
-                self._check_first(history, HISTORY_FILE)
-            except MalformedMessageError as error:
-                raise TaskFolderError(f"{folder}: {error}") from None
-            self._history = history
-            self._saved_length = len(history)
-            if self._openai is not None:
-                self._openai = OpenAIHistory(OpenAIHistory.to_openai(history))
-        self._manager.initialize_context_history(folder)
-        state_path = folder / STATE_FILE
-        if state_path.exists():
-            self._state = _read_state(state_path, len(self._history))
+                self._manager.store = OverwriteStore.from_json(snapshot.store_json)
+            except CorruptStoreError as error:
+                raise TaskFolderError(f"{where}: the stored overwrite store: {error}") from None
+        self._committed_store = (self._manager.store, self._manager.store.revision)
+        if snapshot.store_json is None:
+            self._committed_store = None  # nothing stored yet: the first commit writes it
+        if snapshot.state is not None:
+            self._state = _read_state(snapshot.state, f"{where} (session state)", len(history))
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise TaskFolderError(f"{path}: cannot be read: {error}") from None
-    try:
-        return json.loads(text, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as error:
-        raise TaskFolderError(f"{path}: not JSON: {str(error)[:200]}") from None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+def _state_value(state: _State, history_length: int) -> dict[str, Any]:
+    """The session state as the backends keep it (the layout of windowkeeper 0.1's state file)."""
+    usage = state.usage
+    return {
+        "version": _STATE_VERSION,
+        "history_length": history_length,
+        "deleted_range": list(state.deleted_range) if state.deleted_range else None,
+        "generation": state.generation,
+        "last_timestamp": state.last_timestamp,
+        "usage": None
+        if usage is None
+        else [usage.tokens_in, usage.tokens_out, usage.cache_writes, usage.cache_reads],
+        "usage_timestamp": state.usage_timestamp,
+        "usage_generation": state.usage_generation,
+        "clips": [[c.message_index, c.block_index, c.kept] for c in state.clips],
+    }
 
 
 def _state_int(value: Any, what: str, *, minimum: int = 0) -> int:
@@ -784,9 +818,8 @@ def _state_int(value: Any, what: str, *, minimum: int = 0) -> int:
     return value
 
 
-def _read_state(path: Path, history_length: int) -> _State:
-    """The session state in ``path``, checked against a history of ``history_length`` messages."""
-    value = _read_json(path)
+def _read_state(value: Any, where: str, history_length: int) -> _State:
+    """The session state ``value``, checked against a history of ``history_length`` messages."""
     try:
         if not isinstance(value, dict):
             raise ValueError(f"expected an object, got {type(value).__name__}")
@@ -826,7 +859,7 @@ def _read_state(path: Path, history_length: int) -> _State:
             clips=clips,
         )
     except ValueError as error:
-        raise TaskFolderError(f"{path}: unreadable session state: {error}") from None
+        raise TaskFolderError(f"{where}: unreadable session state: {error}") from None
 
 
 def finish_request(sent: list[Message], store: OverwriteStore) -> list[Message]:

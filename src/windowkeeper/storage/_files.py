@@ -12,19 +12,24 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from .overwrites import CorruptStoreError, OverwriteStore
+from ..overwrites import CorruptStoreError, OverwriteStore
 
 __all__ = [
     "CONTEXT_HISTORY_FILE",
     "LoadReport",
     "LoadStatus",
+    "atomic_write_bytes",
     "atomic_write_text",
+    "file_mode",
+    "fsync_folder",
     "load_store",
+    "remove_stale_temporaries",
 ]
 
 CONTEXT_HISTORY_FILE = "context_history.json"
@@ -35,13 +40,22 @@ _STALE_AFTER = 3600.0  # seconds; a live writer renames its temporary file long 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Replace the file at ``path`` with ``text`` (UTF-8) atomically; raise ``OSError`` on failure.
 
-    The new file gets the permissions a plain write would give it (0o666 less the umask).
+    The new file keeps the permission bits of the file it replaces; a file that did not exist
+    gets the folder's read and write bits (0600 in a folder only its owner may enter). A link at
+    ``path`` is replaced, never followed. Nothing is left behind when the write fails.
     """
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """:func:`atomic_write_text` for bytes."""
     target = Path(path)
-    data = text.encode("utf-8")
+    mode = file_mode(target)
     temporary, descriptor = _create_temporary(target)
     try:
         with os.fdopen(descriptor, "wb") as handle:
+            with contextlib.suppress(OSError):
+                os.fchmod(handle.fileno(), mode)
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -50,7 +64,22 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    _fsync_folder(target.parent)
+    fsync_folder(target.parent)
+
+
+def file_mode(target: Path) -> int:
+    """The permission bits a write of ``target`` gives it (see :func:`atomic_write_text`)."""
+    try:
+        existing = os.lstat(target)
+    except OSError:
+        existing = None
+    if existing is not None and stat.S_ISREG(existing.st_mode):
+        return stat.S_IMODE(existing.st_mode)
+    try:
+        folder = stat.S_IMODE(os.stat(target.parent).st_mode)
+    except OSError:
+        return 0o600
+    return (folder & 0o666) | 0o600
 
 
 def _temporary_glob(target: Path) -> str:
@@ -59,15 +88,16 @@ def _temporary_glob(target: Path) -> str:
 
 def _create_temporary(target: Path) -> tuple[Path, int]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    flags |= getattr(os, "O_NOFOLLOW", 0)
     while True:
         temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
         try:
-            return temporary, os.open(temporary, flags, 0o666)
+            return temporary, os.open(temporary, flags, 0o600)
         except FileExistsError:  # pragma: no cover - 48 random bits
             continue
 
 
-def _fsync_folder(folder: Path) -> None:
+def fsync_folder(folder: Path) -> None:
     """Persist the rename itself; best effort, as not every platform can open a folder."""
     try:
         descriptor = os.open(folder, os.O_RDONLY)
@@ -81,13 +111,17 @@ def _fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
-def _remove_stale_temporaries(target: Path) -> None:
-    """Delete temporary files that killed writers left beside ``target``; best effort."""
-    cutoff = time.time() - _STALE_AFTER
+def remove_stale_temporaries(target: Path, *, older_than: float = _STALE_AFTER) -> None:
+    """Delete temporary files that killed writers left beside ``target``; best effort.
+
+    Only files older than ``older_than`` seconds go (a live writer renames its own long before),
+    unless the caller holds the folder's lock and passes 0.
+    """
+    cutoff = time.time() - older_than
     with contextlib.suppress(OSError):
         for leftover in target.parent.glob(_temporary_glob(target)):
             with contextlib.suppress(OSError):
-                if leftover.stat().st_mtime < cutoff:
+                if older_than <= 0 or leftover.stat().st_mtime < cutoff:
                     leftover.unlink()
 
 
@@ -125,7 +159,7 @@ def load_store(task_dir: str | os.PathLike[str]) -> tuple[OverwriteStore, LoadRe
     overwrite it, and reported.
     """
     path = Path(task_dir) / CONTEXT_HISTORY_FILE
-    _remove_stale_temporaries(path)
+    remove_stale_temporaries(path)
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

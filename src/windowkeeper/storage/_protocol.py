@@ -1,0 +1,101 @@
+"""What a session persists, and the one protocol every backend speaks: ``load`` and ``commit``.
+
+A session's durable state is its history (append-only, cut back only by a rollback), the
+overwrite store (Cline's ``context_history.json`` text), and a small JSON object of decisions
+(the hidden range, clips, the last usage, ...). Each call that changes the session makes one
+:class:`Commit`: the messages appended since the last one (or a cut, after a rollback), the new
+state, and the store when it changed. A backend applies a commit all or nothing: after a crash
+at any instant, :meth:`SessionStore.load` returns what the last completed commit made.
+
+Every commit names the version it was built on. A backend refuses a commit whose base is not
+the version it holds (another writer committed in between) with
+:class:`ConcurrentUpdateError`, and writes nothing; a commit retried after its first try went
+through (a lost acknowledgement) is recognised by its ``commit_id`` and succeeds again without
+applying twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from .._errors import WindowkeeperError
+from ..messages import Message
+
+__all__ = ["Commit", "ConcurrentUpdateError", "SessionStore", "Snapshot", "StorageError"]
+
+
+class StorageError(WindowkeeperError, OSError):
+    """A backend could not read or write what a session persists; nothing half-written stays."""
+
+
+class ConcurrentUpdateError(WindowkeeperError):
+    """Another writer committed to the task since this session read it; nothing was written.
+
+    ``task`` names the task (a folder or a task id), ``expected`` the version this session built
+    on and ``found`` the version the backend holds. Reopen the task to continue from its state.
+    """
+
+    def __init__(self, task: str, expected: int, found: int) -> None:
+        super().__init__(
+            f"{task}: another writer committed (version {found}) since this session read version"
+            f" {expected}; nothing was written (reopen the task to continue)"
+        )
+        self.task = task
+        self.expected = expected
+        self.found = found
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What a backend holds for a task: the history, the store's JSON text and the state."""
+
+    version: int
+    history: list[Message]
+    store_json: str | None = None  # None: no store saved
+    state: dict[str, Any] | None = None  # None: no state saved
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One change, durable all or nothing.
+
+    The stored history keeps its first ``keep`` messages and gets ``append`` after them (a
+    pure append keeps them all; a rollback keeps fewer). ``store_json`` is the new store, or
+    None when it did not change.
+    """
+
+    base_version: int
+    keep: int
+    append: Sequence[Message]
+    state: dict[str, Any]
+    store_json: str | None = None
+    commit_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where a session persists: a task folder, a SQLite database, a PostgreSQL server, ..."""
+
+    @property
+    def name(self) -> str:
+        """The task, for messages: a folder path or ``backend:task-id``."""
+        ...
+
+    def load(self) -> Snapshot | None:
+        """The task as the last completed commit left it, or None when nothing was stored."""
+        ...
+
+    def commit(self, commit: Commit) -> int:
+        """Apply ``commit`` all or nothing; return the new version.
+
+        Raises :class:`ConcurrentUpdateError` when ``commit.base_version`` is not the version
+        held, and :class:`StorageError` when the write failed (nothing of it is kept).
+        """
+        ...
+
+    def close(self) -> None:
+        """Release what the backend holds (connections, file handles)."""
+        ...
