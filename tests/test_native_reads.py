@@ -181,3 +181,38 @@ def test_finds_what_the_original_finds_and_more(corpus: Path, trace: str) -> Non
         assert {(s.message_index, s.block_index) for s in sightings} <= set(
             found_here[normalize_path(path)]
         )
+
+
+class TestShellReads:
+    def test_a_file_read_through_the_shell_is_a_read(self) -> None:
+        """``cat FILE`` via Bash and ``sed -n`` via Codex's shell count as reads of FILE."""
+        body = "def f():\n    return 1\n" * 200
+
+        def turn(tool_id: str, name: str, command: Any) -> list[dict[str, Any]]:
+            return [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": tool_id,
+                            "name": name,
+                            "input": {"command": command},
+                        }
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": body}],
+                },
+            ]
+
+        history = [
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": "ok"},
+            *turn("a", "Bash", "cat src/app.py"),
+            *turn("b", "shell", ["bash", "-lc", "sed -n 1,400p ./src/app.py"]),
+            *turn("c", "Bash", "cat src/app.py | grep f"),
+        ]
+        copies = NativeReadDetector().copies(history, 2, OverwriteStore())
+        assert copies == {"src/app.py": [(3, 0), (5, 0)]}

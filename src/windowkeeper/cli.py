@@ -22,7 +22,7 @@ from . import __version__
 from ._errors import MalformedMessageError, WindowkeeperError
 from .cline import MAX_TOKEN_COUNT
 from .demo import DEMO_WINDOW, demo_conversation
-from .inspection import Inspection, inspect_trace
+from .inspection import Inspection, inspect_trace, unknown_blocks
 from .pairing import Violation, validate_messages
 from .plot import plot_replays
 from .preview import NextRequest, next_request
@@ -109,7 +109,19 @@ def format_inspection(found: Inspection) -> str:
         stored += f" ({_top(found.overwrites)} updates)"
     lines.append(stored)
     lines.append(format_violation_summary(found.violations, "in the stored history"))
+    if found.unknown:
+        lines.append(format_unknown(found.unknown))
+    if found.model:
+        lines.append(f"model         {found.model}")
     return "\n".join(lines)
+
+
+def format_unknown(unknown: Sequence[str]) -> str:
+    """``unknown  N left out of requests: where: type, ...`` (the first few named)."""
+    listed = ", ".join(unknown[:_TOP]) + (
+        f", and {len(unknown) - _TOP} more" if len(unknown) > _TOP else ""
+    )
+    return f"unknown       {len(unknown)} left out of every request: {listed}"
 
 
 def format_violation_summary(violations: Sequence[Violation], where: str) -> str:
@@ -422,10 +434,14 @@ def check(
         if stored:
             violations = validate_messages(list(trace.history), "history")
             what = f"the stored history ({len(trace.history)} messages)"
+            unknown = (*trace.unknown, *unknown_blocks(trace.history))
         else:
             request = next_request(trace, window=window, policy=policy)
             violations = request.violations()
             what = f"the next request ({len(request.messages)} messages, {request.policy} policy)"
+            unknown = (*trace.unknown, *unknown_blocks(trace.history))
+    if unknown:
+        click.echo(format_unknown(unknown))
     if violations:
         click.echo(format_violations(violations))
         raise SystemExit(1)

@@ -18,6 +18,7 @@ from .overwrites import EditType, OverwriteStore
 from .pairing import Violation, validate_messages
 from .trace import Trace
 from .truncation import DeletedRange
+from .wire import ANTHROPIC_BLOCK_KEYS
 
 __all__ = ["Inspection", "UsageStats", "inspect_trace"]
 
@@ -57,6 +58,8 @@ class Inspection:
     overwrite_entries: int  # messages with stored overwrites (context_history.json)
     overwrites: dict[str, int]  # stored overwrite updates per kind of edit
     violations: tuple[Violation, ...]  # provider rules the stored history breaks
+    unknown: tuple[str, ...] = ()  # ``where: type`` of what no request will carry
+    model: str | None = None  # as the trace recorded it
 
     @property
     def messages(self) -> int:
@@ -84,6 +87,8 @@ class Inspection:
             "requests": self.usage.to_json(),
             "deleted_range": None if self.deleted_range is None else list(self.deleted_range),
             "overwrites": {"entries": self.overwrite_entries, "updates": self.overwrites},
+            "model": self.model,
+            "unknown": list(self.unknown),
             "violations": {
                 "count": len(self.violations),
                 "by_rule": dict(rules.most_common()),
@@ -114,7 +119,26 @@ def inspect_trace(trace: Trace, *, detector: NativeReadDetector | None = None) -
         overwrite_entries=0 if trace.store is None else len(trace.store),
         overwrites=_overwrite_counts(trace.store),
         violations=tuple(validate_messages(history, "history")),
+        unknown=(*trace.unknown, *unknown_blocks(history)),
+        model=trace.model,
     )
+
+
+def unknown_blocks(history: Sequence[Message]) -> tuple[str, ...]:
+    """``history[i].content[j]: type`` for each block of a type the Messages API does not take.
+
+    Such blocks stay in the history and are left out of every request (:mod:`windowkeeper.wire`).
+    """
+    found = []
+    for index, message in enumerate(history):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for position, block in enumerate(content):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind not in ANTHROPIC_BLOCK_KEYS:
+                found.append(f"history[{index}].content[{position}]: {kind}")
+    return tuple(found)
 
 
 def _tool_calls(history: Sequence[Message]) -> Counter[str]:

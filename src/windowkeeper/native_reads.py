@@ -26,10 +26,11 @@ from .file_reads import (
     _replaced_paths,
     _scan_mentions,
 )
+from .formats.shell_reads import shell_read_path
 from .messages import Message, block_text, tool_calls_before, utf16_len
 from .overwrites import CONTENT, TEXT, EditType, OverwriteStore
 
-__all__ = ["DEFAULT_READ_TOOLS", "NativeReadDetector", "normalize_path"]
+__all__ = ["DEFAULT_READ_TOOLS", "DEFAULT_SHELL_TOOLS", "NativeReadDetector", "normalize_path"]
 
 DEFAULT_READ_TOOLS: Mapping[str, tuple[str, ...]] = {
     "read_file": (
@@ -48,6 +49,19 @@ DEFAULT_READ_TOOLS: Mapping[str, tuple[str, ...]] = {
     "text_editor": ("path",),
 }
 """Tool name -> input keys that may hold the path, for tools whose result is a file's contents."""
+
+DEFAULT_SHELL_TOOLS: Mapping[str, str] = {
+    "execute_command": "command",  # Cline
+    "Bash": "command",  # Claude Code
+    "shell": "command",  # Codex
+    "local_shell": "command",  # Codex
+    "run_shell_command": "command",  # Gemini CLI
+    "execute_bash": "command",  # OpenHands
+    "bash": "command",  # SWE-agent and generic
+}
+"""Tool name -> the input key of its command, for tools that run a shell command: their result
+is a file's contents when the command is an unambiguous read (``cat FILE``, ``sed -n 1,80p FILE``,
+``head``/``tail FILE``, SWE-agent's ``open FILE``; see :func:`~windowkeeper.formats.shell_reads.shell_read_path`)."""
 
 _VIEW_COMMAND_TOOLS = frozenset(
     {"str_replace_editor", "str_replace_based_edit_tool", "text_editor"}
@@ -86,13 +100,16 @@ class NativeReadDetector:
     """Finds copies of files in every block of user messages: Cline text headers and native reads.
 
     ``read_tools`` maps a tool name to the input keys that may hold its path (see
-    :data:`DEFAULT_READ_TOOLS`); editor tools count only with ``command == "view"``. File
+    :data:`DEFAULT_READ_TOOLS`); editor tools count only with ``command == "view"``.
+    ``shell_tools`` maps a shell tool to the input key of its command (see
+    :data:`DEFAULT_SHELL_TOOLS`): a command that only reads one file counts as a read of it. File
     mentions (``<file_content path=...>``) are found as by the original, in any block.
     """
 
     read_tools: Mapping[str, Sequence[str]] = field(
         default_factory=lambda: dict(DEFAULT_READ_TOOLS)
     )
+    shell_tools: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SHELL_TOOLS))
 
     def scan(self, history: Sequence[Message], start_index: int, store: OverwriteStore) -> ReadScan:
         """The copies to replace per path, oldest first, then the latest copy of each path.
@@ -193,8 +210,14 @@ class NativeReadDetector:
         return normalize_path(path), _Copy(sighting, size)
 
     def _read_path(self, name: Any, tool_input: Any) -> str | None:
+        if not isinstance(tool_input, dict):
+            return None
+        shell_key = self.shell_tools.get(name) if isinstance(name, str) else None
+        if shell_key is not None:  # a read through the shell, when the command is unambiguous
+            command = tool_input.get(shell_key)
+            return shell_read_path(command) if isinstance(command, str | list) else None
         keys = self.read_tools.get(name) if isinstance(name, str) else None
-        if keys is None or not isinstance(tool_input, dict):
+        if keys is None:
             return None
         if name in _VIEW_COMMAND_TOOLS and tool_input.get("command") != "view":
             return None

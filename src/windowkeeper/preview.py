@@ -15,10 +15,13 @@ from ._errors import ContextOverflowError, MalformedMessageError
 from .formats.openai import ARGUMENTS_NOTE, from_anthropic
 from .messages import Message
 from .pairing import TOOL_USE_UNANSWERED, Violation, validate_messages
-from .replay import ClinePolicy, PolicyName, Replayer, Sent, UsageSource, request_points
+from .replay import ClinePolicy, PolicyName, Replayer, Ruler, Sent, UsageSource, request_points
+from .session import ContextSession
+from .storage import ReadOnlyStore, TaskFolderStore
 from .trace import Trace, TraceError
 from .truncation import DeletedRange, visible_start
 from .window import ContextWindowInfo, context_window_info
+from .wire import anthropic_wire, openai_wire
 
 __all__ = ["NextRequest", "next_request"]
 
@@ -58,29 +61,28 @@ class NextRequest:
         return found
 
     def as_anthropic(self) -> dict[str, Any]:
-        """The Messages API body: ``messages`` with only ``role`` and ``content``, and ``system``.
+        """The Messages API body: ``messages`` in the API's wire shape, and ``system``.
 
-        Keys a trace keeps beside the API's (Cline's ``ts``, ``metrics``, windowkeeper's OpenAI
-        notes) are not sent, so they are left out.
+        Keys a trace keeps beside the API's (Cline's ``ts``, ``metrics``, ``call_id``,
+        ``reasoning_details``, windowkeeper's OpenAI notes) are not sent, so they are left out,
+        as are blocks the API does not take (see :mod:`windowkeeper.wire`).
         """
         body: dict[str, Any] = {}
         if self.system is not None:
             body["system"] = self.system
-        body["messages"] = [
-            {"role": message["role"], "content": _without_notes(message["content"])}
-            for message in self.messages
-        ]
+        body["messages"] = anthropic_wire(self.messages)
         return body
 
     def as_openai(self) -> dict[str, Any]:
         """The Chat Completions body: ``messages``, the system prompt first when there is one.
 
-        As for :meth:`as_anthropic`, only each message's role and content are sent.
+        In Chat Completions' wire shape: only the keys its message params define, no part of a
+        type it does not take (a thinking block, for one).
         """
         plain = [
             {"role": message["role"], "content": message["content"]} for message in self.messages
         ]
-        return {"messages": from_anthropic(plain, system=self.system)}
+        return {"messages": openai_wire(from_anthropic(plain, system=self.system))}
 
 
 def next_request(
@@ -102,6 +104,8 @@ def next_request(
     info = window if isinstance(window, ContextWindowInfo) else context_window_info(window)
     history = trace.history
     name = PolicyName(policy)
+    if name is PolicyName.WINDOWKEEPER and trace.session_folder is not None:
+        return _stored_session_request(trace, info)
     resume = name is PolicyName.CLINE and (
         trace.deleted_range is not None or trace.store is not None
     )
@@ -135,6 +139,40 @@ def next_request(
         truncated=sent.truncated,
         replaced_reads=sent.replaced_reads,
         estimated_tokens=record.estimated_tokens,
+        awaiting_reply=bool(history) and history[-1].get("role") == "assistant",
+    )
+
+
+def _stored_session_request(trace: Trace, info: ContextWindowInfo) -> NextRequest:
+    """What the ContextSession that keeps its state in the trace's folder sends next.
+
+    The session is opened read-only (nothing in the folder changes) and prepares its request
+    from its own stored range, clips and usage, as it would on its next turn.
+    """
+    assert trace.session_folder is not None
+    store = ReadOnlyStore(TaskFolderStore(trace.session_folder))
+    try:
+        session = ContextSession(info, store=store)
+        prepared = session.prepare(system=trace.system, tools=trace.tools)
+    except MalformedMessageError as error:
+        raise TraceError(f"{trace.path}: {error}") from error
+    except ContextOverflowError as error:
+        raise ContextOverflowError(
+            f"{trace.path}: the next request cannot fit (the stored session): {error}",
+            estimated_tokens=error.estimated_tokens,
+            limit=error.limit,
+        ) from error
+    history = trace.history
+    return NextRequest(
+        policy=f"{PolicyName.WINDOWKEEPER.value} (stored session)",
+        window=info,
+        history_length=len(history),
+        messages=prepared.messages,
+        system=trace.system,
+        deleted_range=prepared.deleted_range,
+        truncated=prepared.range_changed,
+        replaced_reads=prepared.replaced_reads,
+        estimated_tokens=Ruler().count(prepared.messages, system=trace.system, tools=trace.tools),
         awaiting_reply=bool(history) and history[-1].get("role") == "assistant",
     )
 

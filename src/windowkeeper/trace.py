@@ -12,7 +12,14 @@ overwrite store) when the input is a task folder. Accepted inputs, told apart by
   stores them, give recorded usage;
 - ``openai``: the same with OpenAI Chat Completions messages (converted by
   :mod:`windowkeeper.formats.openai`);
-- ``swe-agent``: a SWE-agent ``.traj`` file (converted by :mod:`windowkeeper.formats.swe_agent`).
+- ``swe-agent``: a SWE-agent ``.traj`` file (converted by :mod:`windowkeeper.formats.swe_agent`);
+- ``claude-code``, ``codex``, ``gemini-cli``, ``openhands``, ``roo``: the transcripts those
+  agents write (read by :mod:`windowkeeper.formats.transcripts`, which tells them apart by
+  content), with the system prompt, tool definitions, model and per-request usage they record.
+  What a reader does not know is left out of the messages and listed in :attr:`Trace.unknown`.
+
+A Cline task folder where a :class:`~windowkeeper.ContextSession` keeps its state (its journal)
+is marked (:attr:`Trace.session_folder`): the next request shown for it is the session's own.
 
 Nothing here writes. An input that cannot be used raises :class:`TraceError` (or the
 :class:`~windowkeeper.TaskFolderError` / :class:`~windowkeeper.MalformedMessageError` of the
@@ -46,8 +53,10 @@ from .cline import (
 )
 from .formats.openai import to_anthropic
 from .formats.swe_agent import parse_swe_agent_trajectory
+from .formats.transcripts import detect_transcript, read_transcript
 from .messages import Message, check_history
 from .overwrites import OverwriteStore
+from .storage._folder import JOURNAL_FILE, LEGACY_STATE_FILE
 from .truncation import DeletedRange
 
 __all__ = ["Trace", "TraceError", "TraceFormat", "detect_format", "load_trace"]
@@ -71,6 +80,22 @@ class TraceFormat(StrEnum):
     ANTHROPIC = "anthropic"
     OPENAI = "openai"
     SWE_AGENT = "swe-agent"
+    CLAUDE_CODE = "claude-code"
+    CODEX = "codex"
+    GEMINI_CLI = "gemini-cli"
+    OPENHANDS = "openhands"
+    ROO = "roo"
+
+
+_TRANSCRIPTS = frozenset(
+    {
+        TraceFormat.CLAUDE_CODE,
+        TraceFormat.CODEX,
+        TraceFormat.GEMINI_CLI,
+        TraceFormat.OPENHANDS,
+        TraceFormat.ROO,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +117,12 @@ class Trace:
     store: OverwriteStore | None = None
     system: Any = None
     tools: tuple[dict[str, Any], ...] | None = None
+    model: str | None = None
+    unknown: tuple[str, ...] = ()
+    """What the reader met and left out of the messages, each ``where: type`` (never forwarded)."""
+    session_folder: Path | None = None
+    """The task folder, when a ContextSession stored its state there (its next request is the
+    session's own)."""
 
     @property
     def has_recorded_usage(self) -> bool:
@@ -117,6 +148,7 @@ def _load(source: Path, format: str | None) -> Trace:
     kind = None if format is None else _format(format)
     if kind is TraceFormat.CLINE or (kind is None and _is_cline(source)):
         task = load_task(source)
+        stored = any((task.path / name).is_file() for name in (JOURNAL_FILE, LEGACY_STATE_FILE))
         return Trace(
             task.path,
             TraceFormat.CLINE,
@@ -124,9 +156,15 @@ def _load(source: Path, format: str | None) -> Trace:
             task.requests,
             task.deleted_range,
             task.context_history,
+            session_folder=task.path if stored else None,
         )
     if source.is_dir():
         raise TraceError(f"{source}: a folder can only be read as a Cline task folder")
+    if kind is None:
+        found = _transcript_format(source)
+        kind = TraceFormat(found) if found is not None else None
+    if kind in _TRANSCRIPTS:
+        return _transcript_trace(source, kind)
     value = _read_json(source)
     if kind is None:
         kind = _detect(source, value)
@@ -149,6 +187,35 @@ def _convert(source: Path, kind: TraceFormat, value: Any) -> Trace:
     return _message_trace(source, kind, messages, system)
 
 
+def _transcript_format(source: Path) -> str | None:
+    try:
+        return detect_transcript(source)
+    except (TaskFolderError, OSError):
+        return None
+
+
+def _transcript_trace(source: Path, kind: TraceFormat) -> Trace:
+    """A trace of another agent's transcript (see :mod:`windowkeeper.formats.transcripts`)."""
+    try:
+        transcript = read_transcript(source, kind.value)
+        check_history(list(transcript.messages), "messages")
+    except (MalformedMessageError, TaskFolderError) as error:
+        message = str(error)
+        raise TraceError(message if str(source) in message else f"{source}: {message}") from None
+    except RecursionError:
+        raise TraceError(f"{source}: JSON nested too deeply") from None
+    return Trace(
+        source,
+        kind,
+        tuple(transcript.messages),
+        transcript.api_requests(),
+        system=transcript.system,
+        tools=tuple(transcript.tools) if transcript.tools is not None else None,
+        model=transcript.model,
+        unknown=tuple(f"{item.where}: {item.type}" for item in transcript.unknown),
+    )
+
+
 def detect_format(path: str | os.PathLike[str]) -> TraceFormat:
     """Tell what ``path`` holds: a folder or Cline file, a ``.traj`` file, or a JSON message list.
 
@@ -159,6 +226,9 @@ def detect_format(path: str | os.PathLike[str]) -> TraceFormat:
     source = Path(path)
     if _is_cline(source):
         return TraceFormat.CLINE
+    found = _transcript_format(source)
+    if found is not None:
+        return TraceFormat(found)
     return _detect(source, _read_json(source))
 
 

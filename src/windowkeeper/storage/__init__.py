@@ -21,7 +21,14 @@ from ._files import (
     remove_stale_temporaries,
 )
 from ._folder import TaskFolderStore
-from ._protocol import Commit, ConcurrentUpdateError, SessionStore, Snapshot, StorageError
+from ._protocol import (
+    Commit,
+    ConcurrentUpdateError,
+    ReadOnlyStore,
+    SessionStore,
+    Snapshot,
+    StorageError,
+)
 from ._sqlite import SQLiteStore
 
 __all__ = [
@@ -30,6 +37,7 @@ __all__ = [
     "ConcurrentUpdateError",
     "LoadReport",
     "LoadStatus",
+    "ReadOnlyStore",
     "SQLiteStore",
     "SessionStore",
     "Snapshot",

@@ -24,7 +24,14 @@ from typing import Any, Protocol, runtime_checkable
 from .._errors import WindowkeeperError
 from ..messages import Message
 
-__all__ = ["Commit", "ConcurrentUpdateError", "SessionStore", "Snapshot", "StorageError"]
+__all__ = [
+    "Commit",
+    "ConcurrentUpdateError",
+    "ReadOnlyStore",
+    "SessionStore",
+    "Snapshot",
+    "StorageError",
+]
 
 
 class StorageError(WindowkeeperError, OSError):
@@ -99,3 +106,31 @@ class SessionStore(Protocol):
     def close(self) -> None:
         """Release what the backend holds (connections, file handles)."""
         ...
+
+
+class ReadOnlyStore:
+    """A backend seen without writing: loads from ``inner``, keeps commits in memory only.
+
+    For tools that want to see what a stored session would do next (``windowkeeper view``)
+    without changing what is stored.
+    """
+
+    def __init__(self, inner: SessionStore) -> None:
+        self.inner = inner
+        self._version = 0
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def load(self) -> Snapshot | None:
+        snapshot = self.inner.load()
+        self._version = snapshot.version if snapshot is not None else 0
+        return snapshot
+
+    def commit(self, commit: Commit) -> int:
+        self._version += 1
+        return self._version
+
+    def close(self) -> None:
+        self.inner.close()
