@@ -10,6 +10,7 @@ EXPECTED = {
     "SQLiteStore",
     "SessionStore",
     "StorageError",
+    "Synced",
     "TaskFolderStore",
     "TraceError",
     "usage_from_sdk",

@@ -614,3 +614,43 @@ class TestSmaller:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             ContextSession(model="claude-sonnet-4-5")
+
+
+class TestSync:
+    def test_a_growing_list_appends_its_suffix(self) -> None:
+        session = ContextSession(context_window=200_000)
+        conversation = [TASK, assistant("a"), {"role": "user", "content": "b"}]
+        assert session.sync(conversation[:1]).appended == 1
+        synced = session.sync(json.loads(json.dumps(conversation)))  # equal values, new objects
+        assert (synced.kept, synced.appended, synced.dropped) == (1, 2, 0)
+        assert session.history == conversation
+
+    def test_an_edit_cuts_back_to_the_common_prefix(self, tmp_path: Path) -> None:
+        """Edits, clips and usage past the cut go with it; the rest stays; nothing is mixed."""
+        session = ContextSession(context_window=20_000, task_dir=tmp_path)
+        conversation = [TASK, *read("t1", 30), *read("t2", 30), *read("t3", 30)]
+        session.sync(conversation)
+        session.prepare(max_output_tokens=2_000)
+        edited = [
+            *conversation[:3],
+            assistant("a different turn"),
+            {"role": "user", "content": "go"},
+        ]
+        synced = session.sync(edited)
+        assert (synced.kept, synced.appended, synced.dropped) == (3, 2, 4)
+        assert session.history == edited
+        assert all(clip.message_index < 3 for clip in session.prepare().clipped)
+        assert ContextSession(context_window=20_000, task_dir=tmp_path).history == edited
+
+    def test_a_trimmed_list_is_a_cut(self) -> None:
+        session = ContextSession(context_window=200_000)
+        session.sync([TASK, assistant("a"), {"role": "user", "content": "b"}])
+        synced = session.sync([TASK, assistant("a")])
+        assert (synced.kept, synced.dropped) == (2, 1)
+
+    def test_another_task_starts_over(self) -> None:
+        session = ContextSession(context_window=200_000)
+        session.sync([TASK, assistant("a")])
+        synced = session.sync([{"role": "user", "content": "another task"}])
+        assert synced.restarted
+        assert session.history == [{"role": "user", "content": "another task"}]

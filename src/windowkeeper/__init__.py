@@ -22,7 +22,7 @@ from .models import ModelInfo, ModelTableError, UnknownModelWarning, lookup_mode
 from .overwrites import CorruptStoreError, EditType, OverwriteStore, Update
 from .pairing import Violation, ensure_tool_results_follow_tool_use, validate_messages
 from .sdk import usage_from_sdk
-from .session import Checkpoint, ContextSession, Prepared
+from .session import Checkpoint, ContextSession, Prepared, Synced
 from .storage import (
     ConcurrentUpdateError,
     LoadReport,
@@ -69,6 +69,7 @@ __all__ = [
     "SQLiteStore",
     "SessionStore",
     "StorageError",
+    "Synced",
     "TaskFolderError",
     "TaskFolderStore",
     "TokenCounter",

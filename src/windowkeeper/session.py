@@ -60,6 +60,7 @@ __all__ = [
     "Checkpoint",
     "ContextSession",
     "Prepared",
+    "Synced",
     "finish_request",
     "place_truncation_notice",
 ]
@@ -104,6 +105,22 @@ class Checkpoint:
     usage_generation: int = -1
     generation: int = 0
     counter_state: object = None  # the counter's snapshot(), when it has one
+
+
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """What :meth:`ContextSession.sync` did: messages kept, appended and dropped."""
+
+    kept: int
+    appended: int
+    dropped: int = 0  # messages past the common prefix, cut with their decisions
+    restarted: bool = False  # the first message differed: the task started over
+
+
+def _entry_index(entry: Any) -> int:
+    """The message index of a store entry in the original's JSON layout (odd ones sort last)."""
+    index = entry[0] if isinstance(entry, list) and entry else None
+    return index if isinstance(index, int) and not isinstance(index, bool) else 10**12
 
 
 @dataclass(slots=True)
@@ -372,6 +389,63 @@ class ContextSession:
             return None
         self._history, system = self._openai.anthropic()
         return system
+
+    def sync(self, messages: Iterable[Message | Any]) -> Synced:
+        """Make the history ``messages`` (the whole conversation, as a framework holds it).
+
+        The one entry point for frameworks, which hand their hook the full message list on
+        every model call. When ``messages`` extends the history, only the new suffix is
+        appended (the usual case). When it differs inside the history (an edit, a fork, the
+        framework's own trimming), the history is cut back to the longest common prefix and
+        the rest appended: every decision about a message past the cut (store edits, clips, the
+        part of the hidden range past it, the last usage) is dropped with it, as a rollback
+        would, so two histories are never mixed. A different first message starts the task
+        over. Messages compare by value, SDK objects read as by :meth:`append`.
+        """
+        wanted = [message_from_sdk(message) for message in messages]
+        current = self._openai.messages if self._openai is not None else list(self._history)
+        known = len(current)
+        if len(wanted) >= known and all(map(operator.eq, current, wanted[:known])):
+            self.extend(wanted[known:])
+            return Synced(kept=known, appended=len(wanted) - known)
+        common = next(
+            (i for i, (old, new) in enumerate(zip(current, wanted, strict=False)) if old != new),
+            min(len(current), len(wanted)),
+        )
+        self._cut(common)
+        self.extend(wanted[common:])
+        return Synced(
+            kept=common,
+            appended=len(wanted) - common,
+            dropped=len(current) - common,
+            restarted=common == 0,
+        )
+
+    def _cut(self, length: int) -> None:
+        """Cut the history to ``length`` messages and forget every decision past the cut."""
+        self._sync()
+        state = self._state.copy()
+        if self._openai is not None:
+            self._openai.cut(length)
+            self._sync()
+            kept = len(self._history)
+        else:
+            self._history = self._history[:length]
+            kept = length
+        if state.deleted_range is not None and state.deleted_range[1] >= kept - 1:
+            start = state.deleted_range[0]
+            state.deleted_range = (start, kept - 2) if kept - 2 >= start else None
+        state.clips = [clip for clip in state.clips if clip.message_index < kept]
+        state.usage = None
+        state.generation += 1
+        store = OverwriteStore.from_json_value(
+            [entry for entry in self._manager.store.to_json_value() if _entry_index(entry) < kept]
+        )
+        self._commit(state, store)
+        self._ids.reset()
+        self._state = state
+        self._last = None
+        self._manager.store = store
 
     def record_usage(self, usage: Any, *, timestamp: int | None = None) -> None:
         """What the provider reported for the last prepared request.
