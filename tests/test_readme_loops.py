@@ -208,3 +208,14 @@ def test_the_openai_loop(
         sent = len(api.exchanges)
         run_until_done(code, api, window, monkeypatch, asynchronous=asynchronous, seed=2)
         assert len(api.exchanges) == sent
+
+
+def test_the_storage_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's SQLite example runs as written and persists."""
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {}
+    exec(compile(readme_block("SQLiteStore("), str(README), "exec"), namespace)
+    session = namespace["session"]
+    session.append({"role": "user", "content": "task"})
+    session.close()
+    assert (tmp_path / "agents.db").exists()

@@ -269,3 +269,34 @@ class TestTaskFolder:
             "windowkeeper_session.jsonl",
         ]
         assert {oct(path.stat().st_mode & 0o777) for path in folder.iterdir()} == {"0o600"}
+
+
+class TestExport:
+    def test_a_database_task_becomes_a_cline_folder(self, tmp_path: Path) -> None:
+        """windowkeeper export writes the task as a folder a session resumes exactly."""
+        from click.testing import CliRunner
+
+        from windowkeeper.cli import cli
+
+        session = ContextSession(20_000, store=SQLiteStore(tmp_path / "tasks.db", "ticket-1"))
+        session.append(TASK)
+        for turn in range(6):
+            session.extend(read_file_turn(turn, 800))
+            session.prepare(max_output_tokens=2_000)
+        session.close()
+        folder = tmp_path / "exported"
+        result = CliRunner().invoke(
+            cli,
+            ["export", str(folder), "--sqlite", str(tmp_path / "tasks.db"), "--task", "ticket-1"],
+        )
+        assert result.exit_code == 0, result.output
+        resumed = ContextSession(20_000, task_dir=folder)
+        assert resumed.history == session.history
+        assert resumed.deleted_range == session.deleted_range
+        assert json.loads((folder / "api_conversation_history.json").read_text()) == session.history
+        again = CliRunner().invoke(
+            cli,
+            ["export", str(folder), "--sqlite", str(tmp_path / "tasks.db"), "--task", "ticket-1"],
+        )
+        assert again.exit_code == 1
+        assert "already holds a task" in again.output

@@ -27,6 +27,7 @@ from .pairing import Violation, validate_messages
 from .plot import plot_replays
 from .preview import NextRequest, next_request
 from .replay import PolicyName, Replay, UsageSource, replay, request_points
+from .storage import SessionStore, SQLiteStore, TaskFolderStore, copy_task
 from .trace import Trace, TraceError, TraceFormat, load_trace
 from .window import ContextWindowInfo
 
@@ -590,6 +591,47 @@ def demo(*, plot: Path, no_plot: bool, debug: bool) -> None:
                 results, plot, title=f"windowkeeper demo: {format_window(results[0].window)}"
             )
         click.echo(f"\nwrote {plot}")
+
+
+@cli.command()
+@click.argument("destination", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--sqlite",
+    "sqlite_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The SQLite database holding the task.",
+)
+@click.option("--postgres", "conninfo", help="The PostgreSQL database holding the task (a URL).")
+@click.option("--task", "task_id", required=True, help="The task id in that database.")
+@_debug_option
+def export(
+    *,
+    destination: Path,
+    sqlite_path: Path | None,
+    conninfo: str | None,
+    task_id: str,
+    debug: bool,
+) -> None:
+    """Write a task kept in a database as a Cline task folder DESTINATION (new or empty).
+
+    The folder then works like any other: Cline reads it, `windowkeeper view` shows it, and a
+    ContextSession(task_dir=DESTINATION) resumes the task.
+    """
+    if (sqlite_path is None) == (conninfo is None):
+        raise click.UsageError("give --sqlite or --postgres")
+    with reported(debug):
+        source: SessionStore
+        if sqlite_path is not None:
+            source = SQLiteStore(sqlite_path, task_id)
+        else:
+            from .storage.postgres import PostgresStore  # noqa: PLC0415 - the optional extra
+
+            source = PostgresStore(conninfo, task_id)
+        try:
+            copied = copy_task(source, TaskFolderStore(destination))
+        finally:
+            source.close()
+    click.echo(f"wrote {copied} messages of task {task_id!r} to {destination}")
 
 
 def main() -> None:

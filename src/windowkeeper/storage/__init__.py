@@ -28,6 +28,7 @@ from ._protocol import (
     SessionStore,
     Snapshot,
     StorageError,
+    copy_task,
 )
 from ._sqlite import SQLiteStore
 
@@ -45,6 +46,7 @@ __all__ = [
     "TaskFolderStore",
     "atomic_write_bytes",
     "atomic_write_text",
+    "copy_task",
     "file_mode",
     "fsync_folder",
     "load_store",

@@ -31,6 +31,7 @@ __all__ = [
     "SessionStore",
     "Snapshot",
     "StorageError",
+    "copy_task",
 ]
 
 
@@ -134,3 +135,19 @@ class ReadOnlyStore:
 
     def close(self) -> None:
         self.inner.close()
+
+
+def copy_task(source: SessionStore, target: SessionStore) -> int:
+    """Copy what ``source`` holds for its task into ``target``, which must hold nothing yet.
+
+    For moving a task between backends, e.g. from a database to a Cline task folder (what
+    ``windowkeeper export`` does). Returns the number of messages copied; raises
+    :class:`StorageError` when ``source`` holds nothing or ``target`` already holds the task.
+    """
+    snapshot = source.load()
+    if snapshot is None:
+        raise StorageError(f"{source.name}: holds no task to copy")
+    if target.load() is not None:
+        raise StorageError(f"{target.name}: already holds a task; copy into an empty place")
+    target.commit(Commit(0, 0, snapshot.history, snapshot.state or {}, snapshot.store_json or "[]"))
+    return len(snapshot.history)
