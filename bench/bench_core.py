@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
+from typing import Any, Literal
 
 from _timing import summary, timings
 from _traces import load_gcp_trace, recorded_usage
 from windowkeeper import ContextManager, ContextSession, TokenUsage
+from windowkeeper.formats import from_anthropic
 
 
 def replay_per_turn(history: list[dict[str, Any]], window: int) -> tuple[list[float], Any]:
@@ -37,9 +38,11 @@ def replay_per_turn(history: list[dict[str, Any]], window: int) -> tuple[list[fl
     return sorted(samples), deleted_range
 
 
-def replay_session(history: list[dict[str, Any]], window: int) -> tuple[list[float], Any]:
+def replay_session(
+    history: list[dict[str, Any]], window: int, format: Literal["anthropic", "openai"] = "anthropic"
+) -> tuple[list[float], Any]:
     """Time ContextSession.prepare once before every assistant message (recorded usage)."""
-    session = ContextSession(window)
+    session = ContextSession(window, format=format)
     samples = []
     for index, message in enumerate(history):
         if message["role"] == "assistant" and index > 0:
@@ -87,7 +90,28 @@ def main() -> int:
         print(
             summary(f"ContextSession.prepare per turn, window {window} -> {rounds[-1][1]}", samples)
         )
+    openai_history = from_anthropic(_plain(history))
+    for window in (128_000, 64_000):
+        rounds = [replay_session(openai_history, window, "openai") for _ in range(3)]
+        samples = sorted(s for round_samples, _ in rounds for s in round_samples)
+        print(summary(f"the same, format='openai', window {window} -> {rounds[-1][1]}", samples))
     return 0
+
+
+def _plain(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trace without Cline's storage-only keys, as an agent would hold it."""
+    keys = {"type", "text", "id", "name", "input", "tool_use_id", "content", "source"}
+    return [
+        {
+            "role": message["role"],
+            "content": [
+                {k: v for k, v in block.items() if k in keys} for block in message["content"]
+            ]
+            if isinstance(message["content"], list)
+            else message["content"],
+        }
+        for message in history
+    ]
 
 
 if __name__ == "__main__":

@@ -1,9 +1,15 @@
 """An OpenAI Chat Completions history kept beside its Anthropic-shaped form, for ContextSession.
 
 The session works on Anthropic-shaped messages; with ``format="openai"`` it is fed and answers in
-OpenAI's shape. The Anthropic form is rebuilt when the OpenAI list changed, and every rebuilt
-message equal to the one before it is replaced by that earlier object, so the identity-based
-memos (pairing repair, token counting) keep working across requests.
+OpenAI's shape. Both directions are incremental, so a turn costs what it added:
+
+- OpenAI -> Anthropic: when messages are appended, only the group of the last Anthropic message
+  (a run of tool messages joins the user message after it; system messages ride on the next
+  message as notes) and what follows is converted again; the earlier messages are kept, object
+  for object, and a rebuilt message equal to the one before it is replaced by that earlier
+  object, so the identity-based memos (pairing repair, token counting) keep working;
+- Anthropic -> OpenAI (what ``prepare`` sends): each Anthropic message is converted once, and its
+  OpenAI messages reused while it is the same object (the conversion is per message).
 """
 
 from __future__ import annotations
@@ -13,21 +19,23 @@ from typing import Any
 
 from ._errors import MalformedMessageError
 from .formats import from_anthropic, to_anthropic
-from .messages import Message
+from .formats.openai import to_anthropic_tracked
+from .messages import Message, shared_prefix
 
-__all__ = ["OpenAIHistory"]
+__all__ = ["OpenAIHistory", "OpenAIShaper"]
 
 
 class OpenAIHistory:
     """The OpenAI messages of a session and their Anthropic form."""
 
-    __slots__ = ("_anthropic", "_current", "_messages", "_system")
+    __slots__ = ("_anthropic", "_converted", "_ends", "_messages", "_system_parts")
 
     def __init__(self, messages: Sequence[Message] = ()) -> None:
         self._messages: list[Message] = []
         self._anthropic: list[Message] = []
-        self._system: str | None = None
-        self._current = True
+        self._ends: list[int] = []  # per Anthropic message: the OpenAI index past its sources
+        self._system_parts: list[tuple[int, str]] = []
+        self._converted = 0  # OpenAI messages the Anthropic form reflects
         self.extend(messages)
 
     @property
@@ -49,28 +57,74 @@ class OpenAIHistory:
                     error.path.replace("history[0]", where, 1), error.problem
                 ) from None
         self._messages.extend(messages)
-        self._current = False
 
     def cut(self, length: int) -> None:
-        """Keep only the first ``length`` messages."""
+        """Keep only the first ``length`` messages (the Anthropic form is rebuilt from scratch)."""
         del self._messages[length:]
-        self._current = False
+        self._anthropic, self._ends, self._system_parts, self._converted = [], [], [], 0
 
     def anthropic(self) -> tuple[list[Message], str | None]:
         """The Anthropic-shaped history and the joined system prompt."""
-        if not self._current:
-            conversation = to_anthropic(self._messages, name="history")
-            previous = self._anthropic
-            rebuilt: list[Any] = list(conversation.messages)
-            for index in range(min(len(previous), len(rebuilt))):
-                if previous[index] == rebuilt[index]:
-                    rebuilt[index] = previous[index]
-            self._anthropic = rebuilt
-            self._system = conversation.system
-            self._current = True
-        return self._anthropic, self._system
+        if self._converted != len(self._messages):
+            self._convert_tail()
+        system = "\n\n".join(text for _, text in self._system_parts) or None
+        if not self._system_parts:
+            system = None
+        return self._anthropic, system
+
+    def _convert_tail(self) -> None:
+        """Convert again from where the last Anthropic message's sources begin."""
+        kept = max(len(self._anthropic) - 1, 0)
+        start = self._ends[kept - 1] if kept else 0
+        tail = to_anthropic_tracked(self._messages[start:], name="history")
+        previous = self._anthropic[kept:]
+        rebuilt: list[Any] = list(tail.conversation.messages)
+        for index in range(min(len(previous), len(rebuilt))):
+            if previous[index] == rebuilt[index]:
+                rebuilt[index] = previous[index]
+        self._anthropic = self._anthropic[:kept] + rebuilt
+        self._ends = self._ends[:kept] + [start + end for end in tail.ends]
+        self._system_parts = [part for part in self._system_parts if part[0] < start] + [
+            (start + index, text) for index, text in tail.system_parts
+        ]
+        self._converted = len(self._messages)
 
     @staticmethod
     def to_openai(messages: Sequence[Message]) -> list[Message]:
         """Anthropic-shaped messages (as prepared) in OpenAI's shape, system messages included."""
         return from_anthropic(messages)
+
+
+class OpenAIShaper:
+    """:meth:`OpenAIHistory.to_openai`, converting each message object once. Not thread-safe.
+
+    When a request starts with the last one's messages (the usual turn), that part of the output
+    is reused whole and only the new messages are looked at.
+    """
+
+    __slots__ = ("_ends", "_input", "_memo", "_output")
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[Message, list[Message]]] = {}
+        self._input: list[Message] = []
+        self._output: list[Message] = []
+        self._ends: list[int] = [0]  # output length after each input message
+
+    def to_openai(self, messages: Sequence[Message]) -> list[Message]:
+        """The same list as :meth:`OpenAIHistory.to_openai`, its messages reused across calls."""
+        done = shared_prefix(self._input, messages)
+        output = self._output[: self._ends[done]]
+        ends = self._ends[: done + 1]
+        memo = self._memo
+        for message in messages[done:]:
+            known = memo.get(id(message))
+            if known is None or known[0] is not message:
+                known = (message, from_anthropic([message]))
+                memo[id(message)] = known
+            output.extend(known[1])
+            ends.append(len(output))
+        if len(memo) > 2 * len(messages) + 64:  # forget messages no longer sent
+            live = {id(message) for message in messages}
+            self._memo = {key: entry for key, entry in memo.items() if key in live}
+        self._input, self._output, self._ends = list(messages), output, ends
+        return list(output)

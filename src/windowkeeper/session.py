@@ -33,7 +33,7 @@ from ._errors import (
     MalformedMessageError,
     TaskFolderError,
 )
-from ._openai_history import OpenAIHistory
+from ._openai_history import OpenAIHistory, OpenAIShaper
 from .alternation import RoleMerger, merge_same_roles
 from .clipping import MIN_KEPT_CHARS, Clip, apply_clips, clippable_blocks
 from .file_reads import ReadDetector
@@ -281,6 +281,7 @@ class ContextSession:
             raise ConfigurationError(f"format must be 'anthropic' or 'openai', got {format!r}")
         self._history: list[Message] = []
         self._openai = OpenAIHistory() if format == "openai" else None
+        self._to_openai = OpenAIShaper()
         self._wire = WireShaper(openai_message if format == "openai" else anthropic_message)
         self._state = _State()
         self._last: _LastRequest | None = None
@@ -603,7 +604,7 @@ class ContextSession:
                 estimate = self._estimate(messages, system, tools, reserve)
         self._commit(state)
         self._last = _LastRequest(messages, system, tools, now, state.generation)
-        sent = OpenAIHistory.to_openai(messages) if self._openai is not None else messages
+        sent = self._to_openai.to_openai(messages) if self._openai is not None else messages
         wired, repairs = self._wire.shape(sent)
         return Prepared(
             messages=wired,

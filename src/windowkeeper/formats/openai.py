@@ -73,6 +73,7 @@ __all__ = [
     "AnthropicConversation",
     "from_anthropic",
     "to_anthropic",
+    "to_anthropic_tracked",
     "validate_openai",
 ]
 
@@ -101,6 +102,17 @@ class AnthropicConversation:
     messages: list[Message]
 
 
+@dataclass(frozen=True, slots=True)
+class TrackedConversation:
+    """:func:`to_anthropic`'s result with where each part came from, for incremental callers."""
+
+    conversation: AnthropicConversation
+    ends: tuple[int, ...]
+    """For each message, the index just past the last OpenAI message it was made from."""
+    system_parts: tuple[tuple[int, str], ...]
+    """``(index, text)`` of each system or developer message, in order (``system`` joins them)."""
+
+
 # -- OpenAI -> Anthropic ---------------------------------------------------------------------
 
 
@@ -112,12 +124,18 @@ def to_anthropic(messages: Sequence[Any], *, name: str = "messages") -> Anthropi
     message. Raises :class:`~windowkeeper.MalformedMessageError` naming the place, e.g.
     ``messages[3].tool_calls[0].function.arguments``, for input outside the supported subset.
     """
+    return to_anthropic_tracked(messages, name=name).conversation
+
+
+def to_anthropic_tracked(messages: Sequence[Any], *, name: str = "messages") -> TrackedConversation:
+    """What :func:`to_anthropic` gives, with where each message and system text came from."""
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
         raise MalformedMessageError(
             name, f"expected a list of messages, got {type(messages).__name__}"
         )
     output: list[Message] = []
-    system_texts: list[str] = []
+    ends: list[int] = []
+    system_texts: list[tuple[int, str]] = []
     notes: list[Message] = []
     index = 0
     while index < len(messages):
@@ -125,7 +143,7 @@ def to_anthropic(messages: Sequence[Any], *, name: str = "messages") -> Anthropi
         message = messages[index]
         role = _checked_role(message, path)
         if role in SYSTEM_ROLES:
-            system_texts.append(_system_text(message, path))
+            system_texts.append((index, _system_text(message, path)))
             notes.append(dict(message))
             index += 1
             continue
@@ -137,9 +155,13 @@ def to_anthropic(messages: Sequence[Any], *, name: str = "messages") -> Anthropi
         if notes:
             converted[SYSTEM_NOTE], notes = notes, []
         output.append(converted)
+        ends.append(index)
     if notes and output:
         output[-1][SYSTEM_AFTER_NOTE] = notes
-    return AnthropicConversation("\n\n".join(system_texts) if system_texts else None, output)
+    system = "\n\n".join(text for _, text in system_texts) if system_texts else None
+    return TrackedConversation(
+        AnthropicConversation(system, output), tuple(ends), tuple(system_texts)
+    )
 
 
 def _checked_role(message: Any, path: str) -> str:
@@ -180,7 +202,7 @@ def _tool_group(
     messages: Sequence[Any],
     start: int,
     name: str,
-    system_texts: list[str],
+    system_texts: list[tuple[int, str]],
     notes: list[Message],
 ) -> tuple[Message, int]:
     """The user message for the tool messages from ``start`` on, and the index after them."""
@@ -196,7 +218,7 @@ def _tool_group(
     if _role_of(following) != "user" or not following.get("content"):
         return {"role": "user", "content": blocks}, index
     for position in range(index, after):  # system messages between the tools and the user
-        system_texts.append(_system_text(messages[position], f"{name}[{position}]"))
+        system_texts.append((position, _system_text(messages[position], f"{name}[{position}]")))
         notes.append(dict(messages[position]))
     user = _user(following, f"{name}[{after}]")
     content = user["content"]
