@@ -141,7 +141,7 @@ class OverwriteStore:
     equal when they serialize to the same text.
     """
 
-    __slots__ = ("_entries", "_exotic", "_journal", "_revision")
+    __slots__ = ("_counts", "_entries", "_exotic", "_journal", "_revision")
 
     def __init__(self) -> None:
         self._entries: dict[Any, _Entry] = {}
@@ -149,6 +149,7 @@ class OverwriteStore:
         self._revision = 0
         # While a journal is open: (message key, block key, entry was new, what the block held)
         self._journal: list[tuple[Any, Any, bool, Any]] | None = None
+        self._counts: dict[Any, int] | None = {}  # updates per edit type; None: count again
 
     @property
     def revision(self) -> int:
@@ -182,13 +183,19 @@ class OverwriteStore:
 
         Counts without copying anything, unlike :meth:`entries`.
         """
-        return sum(
-            len(updates)
-            for entry in self._entries.values()
-            if edit_types is None or entry.edit_type in edit_types
-            for updates in entry.blocks.values()
-            if isinstance(updates, list)
-        )
+        counts = self._counts
+        if counts is None:
+            counts = {}
+            for entry in self._entries.values():
+                total = sum(len(u) for u in entry.blocks.values() if isinstance(u, list))
+                counts[_count_key(entry.edit_type)] = (
+                    counts.get(_count_key(entry.edit_type), 0) + total
+                )
+            self._counts = counts
+        if edit_types is None:
+            return sum(counts.values())
+        wanted = {_count_key(kind) for kind in edit_types}
+        return sum(count for kind, count in counts.items() if kind in wanted)
 
     def entries(self) -> Iterator[Entry]:
         """Every entry as a typed value, in insertion order (what the JSON lists, in that order).
@@ -274,6 +281,12 @@ class OverwriteStore:
             updates.append(value)
         else:
             entry.blocks[block_key] = [value]
+        if self._counts is not None:
+            if isinstance(updates, list) or updates is _ABSENT:
+                key = _count_key(entry.edit_type)
+                self._counts[key] = self._counts.get(key, 0) + 1
+            else:
+                self._counts = None  # a non-list value was replaced: count again when asked
         self._exotic = self._exotic or exotic or odd_message or odd_block
 
     def open_journal(self) -> None:
@@ -292,6 +305,7 @@ class OverwriteStore:
         """Take back every :meth:`record` since :meth:`open_journal`, newest first, and stop."""
         journal, self._journal = self._journal or [], None
         self._revision += 1
+        self._counts = None
         for message_key, block_key, created, held in reversed(journal):
             entry = self._entries[message_key]
             if isinstance(held, int):
@@ -312,6 +326,7 @@ class OverwriteStore:
         is left with no blocks (also when it had none). Updates that are not a list are kept.
         """
         self._revision += 1
+        self._counts = None
         for message_key in list(self._entries):
             blocks = self._entries[message_key].blocks
             for block_key in list(blocks):
@@ -331,6 +346,7 @@ class OverwriteStore:
     def clear(self) -> None:
         """Forget every update."""
         self._revision += 1
+        self._counts = None
         self._entries.clear()
         self._exotic = False
 
@@ -341,6 +357,7 @@ class OverwriteStore:
         for key, entry in self._entries.items():
             blocks = {block_key: _clone(updates) for block_key, updates in entry.blocks.items()}
             twin._entries[key] = _Entry(_clone(entry.edit_type), blocks)
+        twin._counts = None
         return twin
 
     # -- the original's JSON ---------------------------------------------------------------
@@ -403,6 +420,7 @@ class OverwriteStore:
             store._entries[key] = _Entry(None if edit_type is UNDEFINED else edit_type, blocks)
             exotic = exotic or odd_blocks or odd_key
         store._exotic = exotic
+        store._counts = None
         return store
 
 
@@ -479,6 +497,15 @@ def _plain(key: Any) -> Any:
 
 
 _ABSENT = object()  # a block key with no updates yet
+
+
+def _count_key(edit_type: Any) -> Any:
+    """``edit_type`` as a key of the update counts (its repr when it cannot be one)."""
+    try:
+        hash(edit_type)
+    except TypeError:
+        return ("unhashable", repr(edit_type))
+    return edit_type
 
 
 def _typed(updates: Any) -> tuple[Update, ...]:

@@ -34,6 +34,7 @@ Nothing here prints, and nothing given is modified.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -388,7 +389,9 @@ class Replayer:
         self.system = system
         self.tools = tools
         self.policy = (
-            make_policy(policy, self.window, counter=self.ruler, system=system, tools=tools)
+            # The policy's own ruler (the same count): one estimator counting two different
+            # lists in turn would count both whole every time instead of what each added.
+            make_policy(policy, self.window, counter=Ruler(), system=system, tools=tools)
             if isinstance(policy, str)
             else policy
         )
@@ -483,6 +486,17 @@ class _RecordedRequests:
             index = request.conversation_history_index
             if index is not None:  # a retry records the same index again: the last one counts
                 self._by_length[index + 2] = request
+        # For previous(): the keys (index + 2) sorted, with the latest position among the
+        # requests up to each key, so a lookup is a bisection instead of a scan.
+        keyed = sorted(
+            (request.conversation_history_index + 2, position)
+            for position, request in enumerate(self._requests)
+            if request.conversation_history_index is not None
+        )
+        self._keys = [key for key, _ in keyed]
+        self._latest: list[int] = []
+        for _, position in keyed:
+            self._latest.append(max(position, self._latest[-1]) if self._latest else position)
 
     def at(self, length: int) -> ApiRequest | None:
         """The recorded request that sent ``history[:length]``."""
@@ -493,11 +507,8 @@ class _RecordedRequests:
 
         The rule of :meth:`windowkeeper.cline.ClineTask.previous_request`.
         """
-        for request in reversed(self._requests):
-            index = request.conversation_history_index
-            if index is not None and index + 2 < length:
-                return request
-        return None
+        below = bisect.bisect_left(self._keys, length)
+        return self._requests[self._latest[below - 1]] if below else None
 
 
 def _timestamp(
