@@ -6,8 +6,10 @@ loops"); the reproductions are in ``../shared/repros/``.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import pickle
 import warnings
 from pathlib import Path
 from typing import Any
@@ -249,6 +251,20 @@ class TestWireShape:
             )
         assert "cache_control" not in json.dumps(session.prepare().messages)
         assert "cache_control" not in (tmp_path / "api_conversation_history.json").read_text()
+
+    def test_an_edit_anywhere_in_what_was_sent_is_noticed(self) -> None:
+        """Changing an early message of the last request does not leak into the next one."""
+        session = ContextSession(context_window=200_000)
+        session.extend([TASK, *read("t1", 1), *read("t2", 1)])
+        first = session.prepare().messages
+        first[1]["content"][0]["cache_control"] = {"type": "ephemeral"}
+        del first[2]["content"][0]["content"]
+        second = session.prepare().messages
+        assert "cache_control" not in json.dumps(second)
+        assert second[2]["content"][0]["content"] == file_text(1)
+        assert copy.deepcopy(second) == second
+        assert type(copy.deepcopy(second)[0]) is dict
+        assert type(pickle.loads(pickle.dumps(second))[1]["content"]) is list
 
 
 class TestValidRequests:

@@ -39,6 +39,8 @@ __all__ = [
     "OPENAI_MESSAGE_KEYS",
     "OPENAI_PART_KEYS",
     "Repair",
+    "SentDict",
+    "SentList",
     "WireShaper",
     "anthropic_wire",
     "openai_wire",
@@ -246,25 +248,115 @@ def openai_wire(messages: Sequence[Message], name: str = "messages") -> list[Mes
 # -- the session's stage ---------------------------------------------------------------------
 
 
-def _fresh(message: Message) -> Message:
-    """A copy of a shaped message down to a tool_result's inner blocks and a call's function."""
+class _Watched:
+    """A flag shared by the copies a shaper hands out: set when any of them is changed."""
+
+    __slots__ = ("changed",)
+
+    def __init__(self) -> None:
+        self.changed = False
+
+
+def _mutator(base: type, name: str) -> Any:
+    method = getattr(base, name)
+
+    def mutate(self: Any, *args: Any, **kwargs: Any) -> Any:
+        self._watched.changed = True
+        return method(self, *args, **kwargs)
+
+    mutate.__name__ = name
+    return mutate
+
+
+class SentDict(dict):  # type: ignore[type-arg]
+    """A plain dict for every reader; changing it tells the shaper that handed it out."""
+
+    __slots__ = ("_watched",)
+    _watched: _Watched
+
+    def __reduce_ex__(self, protocol: Any) -> Any:  # copies and pickles are plain dicts
+        return (dict, (dict(self),))
+
+
+class SentList(list):  # type: ignore[type-arg]
+    """A plain list for every reader; changing it tells the shaper that handed it out."""
+
+    __slots__ = ("_watched",)
+    _watched: _Watched
+
+    def __reduce_ex__(self, protocol: Any) -> Any:  # copies and pickles are plain lists
+        return (list, (list(self),))
+
+
+for _name in (
+    "__setitem__",
+    "__delitem__",
+    "__ior__",
+    "clear",
+    "pop",
+    "popitem",
+    "setdefault",
+    "update",
+):
+    setattr(SentDict, _name, _mutator(dict, _name))
+for _name in (
+    "__setitem__",
+    "__delitem__",
+    "__iadd__",
+    "__imul__",
+    "append",
+    "clear",
+    "extend",
+    "insert",
+    "pop",
+    "remove",
+    "reverse",
+    "sort",
+):
+    setattr(SentList, _name, _mutator(list, _name))
+
+
+def _watched_dict(value: dict[str, Any], watched: _Watched) -> SentDict:
+    copy = SentDict(value)
+    copy._watched = watched
+    return copy
+
+
+def _watched_list(items: list[Any], watched: _Watched) -> SentList:
+    copy = SentList(items)
+    copy._watched = watched
+    return copy
+
+
+def _fresh(message: Message, watched: _Watched) -> Message:
+    """A copy of a shaped message down to a tool_result's inner blocks and a call's function.
+
+    Every container of the copy reports a change to ``watched``.
+    """
     content = message.get("content")
-    copy = dict(message)
+    copy = _watched_dict(message, watched)
     if isinstance(content, list):
         blocks = []
         for block in content:
-            own = dict(block)
+            own = _watched_dict(block, watched)
             inner = own.get("content")
             if isinstance(inner, list):
-                own["content"] = [dict(item) for item in inner]
+                dict.__setitem__(
+                    own,
+                    "content",
+                    _watched_list([_watched_dict(item, watched) for item in inner], watched),
+                )
             blocks.append(own)
-        copy["content"] = blocks
+        dict.__setitem__(copy, "content", _watched_list(blocks, watched))
     calls = message.get("tool_calls")
     if isinstance(calls, list):
-        copy["tool_calls"] = [
-            {**call, "function": dict(call["function"])} if "function" in call else dict(call)
-            for call in calls
-        ]
+        fresh_calls = []
+        for call in calls:
+            own = _watched_dict(call, watched)
+            if isinstance(call.get("function"), dict):
+                dict.__setitem__(own, "function", _watched_dict(call["function"], watched))
+            fresh_calls.append(own)
+        dict.__setitem__(copy, "tool_calls", _watched_list(fresh_calls, watched))
     return copy
 
 
@@ -273,12 +365,13 @@ class WireShaper:
 
     The shaped form of a message object is computed once (messages are treated as values), and
     what a caller receives is a copy of it, made again only when the caller changed the copy it
-    got last time. When a request starts with the last one's messages and the caller changed
-    none of what it got (one comparison at C speed), that part is reused whole, so a steady turn
-    costs time in its new messages only. Not thread-safe.
+    got last time. The copies are dicts and lists of their own subclasses (:class:`SentDict`,
+    :class:`SentList`), which read as plain ones and note any change made to them; while none
+    was changed, a request that starts with the last one's messages reuses that part whole, so a
+    steady turn costs time in its new messages only. Not thread-safe.
     """
 
-    __slots__ = ("_last", "_memo", "_shape")
+    __slots__ = ("_last", "_memo", "_shape", "_watched")
 
     def __init__(self, shape: Callable[[Message, str, list[Repair]], Message]) -> None:
         self._shape = shape
@@ -287,6 +380,7 @@ class WireShaper:
         # the last call: sources, shaped forms, copies handed out, repairs per position
         self._last: tuple[list[Message], list[Message], list[Message], list[tuple[Repair, ...]]]
         self._last = ([], [], [], [])
+        self._watched = _Watched()  # set when the caller changed a copy handed out
 
     def shape(
         self, messages: Sequence[Message], name: str = "messages"
@@ -294,8 +388,10 @@ class WireShaper:
         """The shaped messages (caller-owned copies) and the repairs, named ``name[i]...``."""
         sources, shaped, handed, found = self._last
         done = shared_prefix(sources, messages)
-        if done and handed[:done] != shaped[:done]:  # the caller edited something it got
+        watched = self._watched
+        if watched.changed:  # the caller edited something it got: look at every message
             done = 0
+            watched.changed = False
         memo = self._memo
         out_shaped, out_handed = shaped[:done], handed[:done]
         out_found = found[:done]
@@ -305,9 +401,9 @@ class WireShaper:
             if known is None or known[0] is not message:
                 problems: list[Repair] = []
                 form = self._shape(message, "@", problems)
-                known = (message, form, tuple(problems), _fresh(form))
+                known = (message, form, tuple(problems), _fresh(form, watched))
             elif known[3] != known[1]:
-                known = (message, known[1], known[2], _fresh(known[1]))
+                known = (message, known[1], known[2], _fresh(known[1], watched))
             memo[id(message)] = known
             out_shaped.append(known[1])
             out_handed.append(known[3])
