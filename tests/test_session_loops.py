@@ -670,3 +670,38 @@ class TestSync:
         synced = session.sync([{"role": "user", "content": "another task"}])
         assert synced.restarted
         assert session.history == [{"role": "user", "content": "another task"}]
+
+
+class TestResponsesFormat:
+    def test_items_in_items_out(self, tmp_path: Path) -> None:
+        """format="responses": Responses input items in, valid items out, persisted, resumed."""
+        from windowkeeper.formats.responses import validate_responses
+
+        session = ContextSession(context_window=20_000, format="responses", task_dir=tmp_path)
+        session.append({"role": "developer", "content": "Be careful."})
+        session.append({"role": "user", "content": "Fix the bug."})
+        for turn in range(12):
+            session.extend(
+                [
+                    {"type": "reasoning", "id": f"rs_{turn}", "summary": []},
+                    {
+                        "type": "function_call",
+                        "call_id": f"call_{turn}",
+                        "name": "read_file",
+                        "arguments": json.dumps({"path": f"f{turn}.py"}),
+                    },
+                    {
+                        "type": "function_call_output",
+                        "call_id": f"call_{turn}",
+                        "output": file_text(12),
+                    },
+                ]
+            )
+            prepared = session.prepare(max_output_tokens=2_000)
+            assert validate_responses(prepared.messages) == []
+            assert prepared.estimated_tokens <= prepared.max_allowed_size
+        assert prepared.deleted_range is not None  # the window forced hiding turns
+        assert (
+            ContextSession(context_window=20_000, format="responses", task_dir=tmp_path).history
+            == session.history
+        )

@@ -14,11 +14,11 @@ OpenAI's shape. Both directions are incremental, so a turn costs what it added:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 from ._errors import MalformedMessageError
-from .formats import from_anthropic, to_anthropic
+from .formats import from_anthropic, responses, to_anthropic
 from .formats.openai import to_anthropic_tracked
 from .messages import Message, shared_prefix
 
@@ -26,11 +26,16 @@ __all__ = ["OpenAIHistory", "OpenAIShaper"]
 
 
 class OpenAIHistory:
-    """The OpenAI messages of a session and their Anthropic form."""
+    """The OpenAI messages (Chat Completions) or input items (Responses) of a session, and their
+    Anthropic form. ``dialect`` says which; Responses items are converted whole on each change
+    (their converter does not report where each message came from yet)."""
 
-    __slots__ = ("_anthropic", "_converted", "_ends", "_messages", "_system_parts")
+    __slots__ = ("_anthropic", "_converted", "_dialect", "_ends", "_messages", "_system_parts")
 
-    def __init__(self, messages: Sequence[Message] = ()) -> None:
+    def __init__(
+        self, messages: Sequence[Message] = (), *, dialect: Literal["chat", "responses"] = "chat"
+    ) -> None:
+        self._dialect = dialect
         self._messages: list[Message] = []
         self._anthropic: list[Message] = []
         self._ends: list[int] = []  # per Anthropic message: the OpenAI index past its sources
@@ -51,7 +56,7 @@ class OpenAIHistory:
         for offset, message in enumerate(messages):
             where = f"history[{len(self._messages) + offset}]"
             try:
-                to_anthropic([message], name="history")
+                self._to_anthropic([message], name="history")
             except MalformedMessageError as error:
                 raise MalformedMessageError(
                     error.path.replace("history[0]", where, 1), error.problem
@@ -72,8 +77,16 @@ class OpenAIHistory:
             system = None
         return self._anthropic, system
 
+    def _to_anthropic(self, messages: Sequence[Message], *, name: str) -> Any:
+        if self._dialect == "responses":
+            return responses.to_anthropic(messages, name=name)
+        return to_anthropic(messages, name=name)
+
     def _convert_tail(self) -> None:
         """Convert again from where the last Anthropic message's sources begin."""
+        if self._dialect == "responses":
+            self._convert_all()
+            return
         kept = max(len(self._anthropic) - 1, 0)
         start = self._ends[kept - 1] if kept else 0
         tail = to_anthropic_tracked(self._messages[start:], name="history")
@@ -89,9 +102,22 @@ class OpenAIHistory:
         ]
         self._converted = len(self._messages)
 
-    @staticmethod
-    def to_openai(messages: Sequence[Message]) -> list[Message]:
-        """Anthropic-shaped messages (as prepared) in OpenAI's shape, system messages included."""
+    def _convert_all(self) -> None:
+        conversation = responses.to_anthropic(self._messages, name="history")
+        previous = self._anthropic
+        rebuilt: list[Any] = list(conversation.messages)
+        for index in range(min(len(previous), len(rebuilt))):
+            if previous[index] == rebuilt[index]:
+                rebuilt[index] = previous[index]
+        self._anthropic = rebuilt
+        self._ends = []
+        self._system_parts = [] if conversation.system is None else [(0, conversation.system)]
+        self._converted = len(self._messages)
+
+    def to_openai(self, messages: Sequence[Message]) -> list[Message]:
+        """Anthropic-shaped messages in this dialect's shape, system messages included."""
+        if self._dialect == "responses":
+            return responses.from_anthropic(messages)
         return from_anthropic(messages)
 
 
@@ -102,9 +128,12 @@ class OpenAIShaper:
     is reused whole and only the new messages are looked at.
     """
 
-    __slots__ = ("_ends", "_input", "_memo", "_output")
+    __slots__ = ("_convert", "_ends", "_input", "_memo", "_output")
 
-    def __init__(self) -> None:
+    def __init__(
+        self, convert: Callable[[Sequence[Message]], list[Message]] = from_anthropic
+    ) -> None:
+        self._convert = convert
         self._memo: dict[int, tuple[Message, list[Message]]] = {}
         self._input: list[Message] = []
         self._output: list[Message] = []
@@ -119,7 +148,7 @@ class OpenAIShaper:
         for message in messages[done:]:
             known = memo.get(id(message))
             if known is None or known[0] is not message:
-                known = (message, from_anthropic([message]))
+                known = (message, self._convert([message]))
                 memo[id(message)] = known
             output.extend(known[1])
             ends.append(len(output))

@@ -37,6 +37,7 @@ from ._openai_history import OpenAIHistory, OpenAIShaper
 from .alternation import RoleMerger, merge_same_roles
 from .clipping import MIN_KEPT_CHARS, Clip, apply_clips, clippable_blocks
 from .file_reads import ReadDetector
+from .formats import from_anthropic, responses
 from .inputs import check_json_value, check_session_message
 from .manager import ContextManager
 from .masking import mask_old_context
@@ -238,7 +239,7 @@ class ContextSession:
         max_result_share: float | None = 0.25,
         mask_keep_recent: int | None = 2,
         shrink_target: float = 0.6,
-        format: Literal["anthropic", "openai"] = "anthropic",
+        format: Literal["anthropic", "openai", "responses"] = "anthropic",
         clock: Callable[[], int] | None = None,
     ) -> None:
         self._info = _window(context_window, model)
@@ -277,11 +278,17 @@ class ContextSession:
         self._shrink_target = shrink_target
         self._max_output_tokens = _count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
-        if format not in ("anthropic", "openai"):
-            raise ConfigurationError(f"format must be 'anthropic' or 'openai', got {format!r}")
-        self._history: list[Message] = []
-        self._openai = OpenAIHistory() if format == "openai" else None
-        self._to_openai = OpenAIShaper()
+        if format not in ("anthropic", "openai", "responses"):
+            raise ConfigurationError(
+                f"format must be 'anthropic', 'openai' or 'responses', got {format!r}"
+            )
+        self._format = format
+        dialect: Literal["chat", "responses"] = "responses" if format == "responses" else "chat"
+        self._dialect = dialect
+        self._openai = OpenAIHistory(dialect=dialect) if format != "anthropic" else None
+        self._to_openai = OpenAIShaper(
+            responses.from_anthropic if format == "responses" else from_anthropic
+        )
         self._wire = WireShaper(openai_message if format == "openai" else anthropic_message)
         self._state = _State()
         self._last: _LastRequest | None = None
@@ -605,7 +612,11 @@ class ContextSession:
         self._commit(state)
         self._last = _LastRequest(messages, system, tools, now, state.generation)
         sent = self._to_openai.to_openai(messages) if self._openai is not None else messages
-        wired, repairs = self._wire.shape(sent)
+        if self._format == "responses":  # each call shapes every item (see formats.responses)
+            items, found = responses.responses_wire(sent)
+            wired, repairs = items, tuple(found)
+        else:
+            wired, repairs = self._wire.shape(sent)
         return Prepared(
             messages=wired,
             deleted_range=state.deleted_range,
@@ -787,7 +798,7 @@ class ContextSession:
         except BaseException:
             self._history = history_before
             if self._openai is not None:
-                self._openai = OpenAIHistory(openai_before)
+                self._openai = OpenAIHistory(openai_before, dialect=self._dialect)
                 self._sync()
             raise
         self._ids.reset()
@@ -855,7 +866,8 @@ class ContextSession:
         self._committed = list(history)
         self._version = snapshot.version
         if self._openai is not None:
-            self._openai = OpenAIHistory(OpenAIHistory.to_openai(history))
+            self._openai = OpenAIHistory(dialect=self._dialect)
+            self._openai.extend(self._openai.to_openai(history))
             self._sync()
         if snapshot.store_json is not None:
             try:
