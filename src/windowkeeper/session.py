@@ -283,6 +283,7 @@ class ContextSession:
                 f"format must be 'anthropic', 'openai' or 'responses', got {format!r}"
             )
         self._format = format
+        self._history: list[Message] = []
         dialect: Literal["chat", "responses"] = "responses" if format == "responses" else "chat"
         self._dialect = dialect
         self._openai = OpenAIHistory(dialect=dialect) if format != "anthropic" else None
