@@ -68,7 +68,9 @@ class TestAtomicSave:
         assert (tmp_path / FILE).read_bytes() == a_store(2).to_json().encode("utf-8")
 
     @pytest.mark.parametrize(("folder", "expected"), [(0o700, 0o600), (0o755, 0o644)])
-    def test_a_new_file_follows_the_folder(self, tmp_path: Path, folder: int, expected: int) -> None:
+    def test_a_new_file_follows_the_folder(
+        self, tmp_path: Path, folder: int, expected: int
+    ) -> None:
         """A new file gets the folder's read and write bits: private in a private folder."""
         tmp_path.chmod(folder)
         atomic_write_text(tmp_path / FILE, "[]")

@@ -25,6 +25,42 @@ from .messages import Message, shared_prefix
 __all__ = ["OpenAIHistory", "OpenAIShaper"]
 
 
+_SYSTEM = frozenset({"system", "developer"})
+
+
+def _single_text(content: Any) -> str | None:
+    """The text of a list holding one plain ``{"type": "text", "text": ...}`` part, else None."""
+    if isinstance(content, list) and len(content) == 1:
+        part = content[0]
+        if isinstance(part, dict) and set(part) == {"type", "text"} and part["type"] == "text":
+            text = part["text"]
+            return text if isinstance(text, str) else None
+    return None
+
+
+def _canonical(message: Message, previous_role: Any) -> Message:
+    """``message`` in the one form its Anthropic shape gives back (see formats.openai, rules 1-2).
+
+    The same for the API, and what a task folder reopens to: an assistant's empty content is
+    None, and a single plain text part beside tool calls, or in a user message right after tool
+    messages, is its string. Returns ``message`` itself when it is already canonical.
+    """
+    role = message.get("role")
+    content = message.get("content")
+    if role == "assistant":
+        calls = message.get("tool_calls")
+        if content == [] or (calls and content == ""):
+            return {**message, "content": None}
+        text = _single_text(content) if calls else None
+        if text is not None:
+            return {**message, "content": text}
+    elif role == "user" and previous_role == "tool":
+        text = _single_text(content)
+        if text is not None:
+            return {**message, "content": text}
+    return message
+
+
 class OpenAIHistory:
     """The OpenAI messages (Chat Completions) or input items (Responses) of a session, and their
     Anthropic form. ``dialect`` says which; Responses items are converted whole on each change
@@ -52,7 +88,11 @@ class OpenAIHistory:
         return len(self._messages)
 
     def extend(self, messages: Sequence[Message]) -> None:
-        """Add messages, each checked on its own (its path named by its place in the history)."""
+        """Add messages, each checked on its own (its path named by its place in the history).
+
+        Chat messages are kept in their canonical form (see :func:`_canonical`), the form a
+        reopened task gives back.
+        """
         for offset, message in enumerate(messages):
             where = f"history[{len(self._messages) + offset}]"
             try:
@@ -61,7 +101,27 @@ class OpenAIHistory:
                 raise MalformedMessageError(
                     error.path.replace("history[0]", where, 1), error.problem
                 ) from None
-        self._messages.extend(messages)
+        previous = next(
+            (m.get("role") for m in reversed(self._messages) if m.get("role") not in _SYSTEM),
+            None,
+        )
+        for message in messages:
+            canonical = _canonical(message, previous) if self._dialect == "chat" else message
+            self._messages.append(canonical)
+            if canonical.get("role") not in _SYSTEM:
+                previous = canonical.get("role")
+
+    @staticmethod
+    def canonical(messages: Sequence[Message]) -> list[Message]:
+        """``messages`` (Chat Completions) as :meth:`extend` keeps them."""
+        output: list[Message] = []
+        previous = None
+        for message in messages:
+            canonical = _canonical(message, previous) if isinstance(message, dict) else message
+            output.append(canonical)
+            if isinstance(canonical, dict) and canonical.get("role") not in _SYSTEM:
+                previous = canonical.get("role")
+        return output
 
     def cut(self, length: int) -> None:
         """Keep only the first ``length`` messages (the Anthropic form is rebuilt from scratch)."""

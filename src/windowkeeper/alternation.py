@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .messages import Message, shared_prefix
+from .notices import RESULT_MISSING
 from .pairing import ensure_tool_results_follow_tool_use
 
 __all__ = ["RoleMerger", "merge_same_roles"]
@@ -45,12 +46,40 @@ def _blocks(content: Any) -> list[Any]:
     return list(content) if isinstance(content, list) else []
 
 
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+def _kind(block: Any) -> Any:
+    return block.get("type") if isinstance(block, dict) else None
+
+
 def _merged(first: Message, second: Message) -> Message:
+    """One message of two of the same role, in the order the API requires.
+
+    A merged user message lists its tool_results first, one per call: a placeholder the pairing
+    repair added (``result missing``) gives way to the real result found in the other message.
+    A merged assistant message lists its thinking blocks first.
+    """
     blocks = _blocks(first.get("content")) + _blocks(second.get("content"))
     if first["role"] == "user":
-        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
-        others = [b for b in blocks if not (isinstance(b, dict) and b.get("type") == "tool_result")]
-        blocks = results + others
+        results: dict[Any, Any] = {}
+        order: list[Any] = []
+        for block in blocks:
+            if _kind(block) != "tool_result":
+                continue
+            key = block.get("tool_use_id")
+            key = key if isinstance(key, str) else repr(key)
+            if key not in results:
+                order.append(key)
+                results[key] = block
+            elif results[key].get("content") == RESULT_MISSING:
+                results[key] = block
+        others = [b for b in blocks if _kind(b) != "tool_result"]
+        blocks = [results[key] for key in order] + others
+    else:
+        thinking = [b for b in blocks if _kind(b) in _THINKING]
+        if thinking:
+            blocks = thinking + [b for b in blocks if _kind(b) not in _THINKING]
     return {**first, "content": blocks}
 
 

@@ -222,6 +222,16 @@ class OrphanResults(PairMemo):
     def __init__(self) -> None:
         super().__init__(_orphans_as_text)
 
+    def apply(self, messages: Sequence[Message]) -> list[Message]:
+        """``messages`` with orphan results as text, in the first message too (nothing is before
+        it, so every result there is an orphan)."""
+        output = super().apply(messages)
+        if output:
+            first = _orphans_as_text({"role": "assistant", "content": []}, output[0])
+            if first is not None:
+                output[0] = first
+        return output
+
 
 @dataclass(frozen=True, slots=True)
 class Violation:

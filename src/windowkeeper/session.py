@@ -412,6 +412,8 @@ class ContextSession:
         over. Messages compare by value, SDK objects read as by :meth:`append`.
         """
         wanted = [message_from_sdk(message) for message in messages]
+        if self._format == "openai":
+            wanted = OpenAIHistory.canonical(wanted)
         current = self._openai.messages if self._openai is not None else list(self._history)
         known = len(current)
         if len(wanted) >= known and all(map(operator.eq, current, wanted[:known])):
@@ -578,10 +580,22 @@ class ContextSession:
             # Each round hides more: a candidate that does not end later than the current range
             # (next_range steps back over a run of user messages) ends the loop.
             while estimate > target:
-                keep = Keep.QUARTER if estimate / 2 > limit else Keep.HALF
+                first = Keep.QUARTER if estimate / 2 > limit else Keep.HALF
                 current = state.deleted_range
-                candidate = next_range(view, current, keep)
-                if candidate[1] <= (current[1] if current is not None else 1):
+                end_now = current[1] if current is not None else 1
+                # The answer the newest turn replies to stays (its tool results are in it).
+                ceiling = _last_turn(view).start - 1
+                # On a short rest, half or a quarter may hide nothing: then all but the newest
+                # turn. A candidate that does not end later than the current range is no move.
+                candidate = next(
+                    (
+                        grown
+                        for keep in (first, Keep.QUARTER, Keep.LAST_TWO)
+                        if end_now < (grown := next_range(view, current, keep))[1] < ceiling
+                    ),
+                    None,
+                )
+                if candidate is None:
                     break
                 self._manager._add_truncation_notice(now)
                 self._set_range(candidate)
@@ -681,24 +695,29 @@ class ContextSession:
         return fixed
 
     def _next_clip(self, estimate: int, limit: float) -> Clip | None:
-        """A tighter clip of the newest turn's largest result that removes the excess, or None.
+        """A tighter clip that removes the excess, or None when nothing can be cut further.
 
-        The newest turn is every user message after the last assistant one (a tool result can
-        be followed by the user's own text).
+        The newest turn's largest result first (every user message after the last assistant
+        one: a tool result can be followed by the user's own text); when that is cut as far as
+        it goes, the largest block of any other message still sent (the first pair stays whole),
+        the last resort before the request cannot fit.
         """
         current = {(clip.message_index, clip.block_index): clip.kept for clip in self._state.clips}
         # Four characters per token over-cuts for typical text; the caller re-estimates anyway.
         excess_chars = int((estimate - limit) * 4) + 1
-        candidates = [
-            (size, index, block_index)
-            for index in _last_turn(self._history)
-            for block_index, size in clippable_blocks(self._history[index])
-        ]
-        for size, index, block_index in sorted(candidates, reverse=True):
-            kept_now = min(size, current.get((index, block_index), size))
-            kept = max(MIN_KEPT_CHARS, kept_now - excess_chars)
-            if kept < kept_now:
-                return Clip(index, block_index, kept)
+        newest = _last_turn(self._history)
+        sent = range(max(visible_start(self._state.deleted_range), 2), newest.start)
+        for indices in (newest, sent):
+            candidates = [
+                (size, index, block_index)
+                for index in indices
+                for block_index, size in clippable_blocks(self._history[index])
+            ]
+            for size, index, block_index in sorted(candidates, reverse=True):
+                kept_now = min(size, current.get((index, block_index), size))
+                kept = max(MIN_KEPT_CHARS, kept_now - excess_chars)
+                if kept < kept_now:
+                    return Clip(index, block_index, kept)
         return None
 
     def _arrival_clips(self, view: list[Message]) -> list[Clip]:

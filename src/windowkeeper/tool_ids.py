@@ -31,7 +31,7 @@ class UniqueToolIds:
         self._sources: list[Message] = []  # the messages looked at, in order
         self._seen: set[str] = set()
         # assistant index -> (block position -> new id, old id -> new id for the next message)
-        self._renames: dict[int, tuple[dict[int, str], dict[str, str]]] = {}
+        self._renames: dict[int, tuple[dict[int, str], dict[str, list[str]]]] = {}
         self._copies: dict[int, tuple[Message, Message]] = {}
 
     def reset(self) -> None:
@@ -55,15 +55,14 @@ class UniqueToolIds:
             if message.get("role") != "assistant" or not isinstance(content, list):
                 continue
             positions: dict[int, str] = {}
-            answers: dict[str, str] = {}
-            here: set[str] = set()
+            answers: dict[str, list[str]] = {}  # old id -> the ids of its uses here, in order
             for position, block in enumerate(content):
                 old = block.get("id") if isinstance(block, dict) else None
                 if not isinstance(old, str) or block.get("type") != "tool_use":
                     continue
                 if old not in seen:
                     seen.add(old)
-                    here.add(old)
+                    answers.setdefault(old, []).append(old)
                     continue
                 count = 2
                 while f"{old}_{count}" in seen:
@@ -71,10 +70,9 @@ class UniqueToolIds:
                 new = f"{old}_{count}"
                 seen.add(new)
                 positions[position] = new
-                if old not in here:  # the use this message's results answer
-                    here.add(old)
-                    answers[old] = new
+                answers.setdefault(old, []).append(new)
             if positions:
+                # The k-th result for an id answers its k-th use (kept ids map to themselves).
                 self._renames[index] = (positions, answers)
         self._sources = list(history)
 
@@ -90,23 +88,29 @@ class UniqueToolIds:
         return output
 
     def _copy(
-        self, index: int, message: Message, positions: dict[int, str], answers: dict[str, str]
+        self,
+        index: int,
+        message: Message,
+        positions: dict[int, str],
+        answers: dict[str, list[str]],
     ) -> Message:
         known = self._copies.get(index)
         if known is not None and known[0] is message:
             return known[1]
         content = message.get("content")
         blocks = list(content) if isinstance(content, list) else []
+        seen: dict[str, int] = {}
         for position, block in enumerate(blocks):
             if position in positions:
                 blocks[position] = {**block, "id": positions[position]}
-            elif (
-                answers
-                and isinstance(block, dict)
-                and block.get("type") == "tool_result"
-                and block.get("tool_use_id") in answers
-            ):
-                blocks[position] = {**block, "tool_use_id": answers[block["tool_use_id"]]}
+                continue
+            old = block.get("tool_use_id") if isinstance(block, dict) else None
+            if answers and block.get("type") == "tool_result" and old in answers:
+                nth = seen.get(old, 0)
+                seen[old] = nth + 1
+                ids = answers[old]
+                if nth < len(ids) and ids[nth] != old:
+                    blocks[position] = {**block, "tool_use_id": ids[nth]}
         copy = {**message, "content": blocks}
         self._copies[index] = (message, copy)
         return copy

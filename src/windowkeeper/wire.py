@@ -119,6 +119,11 @@ class Repair:
         return f"{self.path}: {self.detail}"
 
 
+def _has_text(text: Any) -> bool:
+    """Text a provider accepts: a string with something besides whitespace."""
+    return isinstance(text, str) and not text.isspace() and bool(text)
+
+
 def _only(value: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     return {key: item for key, item in value.items() if key in keys and item is not None}
 
@@ -142,7 +147,7 @@ def _anthropic_block(
     if kind in _THINKING and role != "assistant":
         repairs.append(Repair(path, f"dropped: a {kind} block in a {role} message"))
         return None
-    if kind == "text" and not block.get("text"):
+    if kind == "text" and not _has_text(block.get("text")):
         repairs.append(Repair(path, "dropped: an empty text block"))
         return None
     shaped = _only(block, keys)
@@ -153,7 +158,7 @@ def _anthropic_block(
             item_kind = item.get("type") if isinstance(item, dict) else None
             if item_kind not in _TOOL_RESULT_INNER:
                 repairs.append(Repair(where, f"dropped: {item_kind!r} cannot be in a tool_result"))
-            elif item_kind == "text" and not item.get("text"):
+            elif item_kind == "text" and not _has_text(item.get("text")):
                 repairs.append(Repair(where, "dropped: an empty text block"))
             else:
                 inner.append(_only(item, ANTHROPIC_BLOCK_KEYS[item_kind]))
@@ -166,7 +171,7 @@ def anthropic_message(message: Message, path: str, repairs: list[Repair]) -> Mes
     role = message.get("role")
     content = message.get("content")
     if isinstance(content, str):
-        if content:
+        if _has_text(content):
             return {"role": role, "content": content}
         repairs.append(Repair(f"{path}.content", "empty: replaced by a notice"))
         return {"role": role, "content": [{"type": "text", "text": EMPTY_MESSAGE_NOTICE}]}
@@ -194,7 +199,7 @@ def _openai_part(part: Any, role: str, path: str, repairs: list[Repair]) -> dict
     if not isinstance(kind, str) or kind not in _OPENAI_ROLE_PARTS.get(role, frozenset()):
         repairs.append(Repair(path, f"dropped: a {kind!r} part cannot be in a {role} message"))
         return None
-    if kind == "text" and not part.get("text"):
+    if kind == "text" and not _has_text(part.get("text")):
         repairs.append(Repair(path, "dropped: an empty text part"))
         return None
     shaped = _only(part, OPENAI_PART_KEYS[kind])
