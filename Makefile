@@ -33,6 +33,7 @@ test: lint typecheck pytest
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,plot,bench]'
 	$(BIN)/python bench/evaluate.py
+	$(BIN)/python bench/bench_storage.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

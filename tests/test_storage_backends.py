@@ -300,3 +300,48 @@ class TestExport:
         )
         assert again.exit_code == 1
         assert "already holds a task" in again.output
+
+
+class TestFolderRepair:
+    def test_a_crash_inside_the_repair_is_repaired(self, tmp_path: Path) -> None:
+        """A torn append, then a repair cut short after its bracket: the next load mends both."""
+        store = TaskFolderStore(tmp_path)
+        store.load()
+        store.commit(Commit(0, 0, [TASK], STATE, "[]"))
+        store.commit(Commit(1, 1, [message("assistant", "a")], STATE))
+        path = tmp_path / "api_conversation_history.json"
+        committed = path.read_bytes()
+        with path.open("r+b") as handle:  # a torn append of the next commit
+            handle.seek(len(committed) - 1)
+            handle.write(b',{"role":"user","content":"par')
+        with path.open("r+b") as handle:  # the repair wrote its bracket, then died
+            handle.seek(len(committed) - 1)
+            handle.write(b"]")
+        loaded = TaskFolderStore(tmp_path).load()
+        assert loaded is not None
+        assert loaded.history == [TASK, message("assistant", "a")]
+        assert path.read_bytes() == committed
+
+    def test_a_one_byte_torn_append(self, tmp_path: Path) -> None:
+        store = TaskFolderStore(tmp_path)
+        store.load()
+        store.commit(Commit(0, 0, [TASK], STATE, "[]"))
+        path = tmp_path / "api_conversation_history.json"
+        committed = path.read_bytes()
+        with path.open("r+b") as handle:
+            handle.seek(len(committed) - 1)
+            handle.write(b",")
+        loaded = TaskFolderStore(tmp_path).load()
+        assert loaded is not None
+        assert path.read_bytes() == committed
+
+    def test_a_commit_before_a_load_reads_first(self, tmp_path: Path) -> None:
+        """A commit made before any load still knows what the folder holds: it appends to it."""
+        (tmp_path / "api_conversation_history.json").write_text(
+            json.dumps([TASK, message("assistant", "a")], indent=2)
+        )
+        TaskFolderStore(tmp_path).commit(Commit(0, 2, [message("user", "b")], STATE))
+        history = json.loads((tmp_path / "api_conversation_history.json").read_text())
+        assert history == [TASK, message("assistant", "a"), message("user", "b")]
+        TaskFolderStore(tmp_path / "new").commit(Commit(0, 0, [TASK], STATE, "[]"))
+        assert (tmp_path / "new" / "api_conversation_history.json").exists()

@@ -111,6 +111,7 @@ class TaskFolderStore:
         self._journal_lines = 0
         self._store_digest: str | None = None  # of the store file as last committed
         self._last_commit_id = ""
+        self._loaded = False
         # Called with a step's name before each write of a commit: the tests' crash points.
         self.before_write: Callable[[str], None] | None = None
 
@@ -147,6 +148,7 @@ class TaskFolderStore:
             return self._load()
 
     def _load(self) -> Snapshot | None:
+        self._loaded = True
         history_path = self.folder / HISTORY_FILE
         for name in (HISTORY_FILE, CONTEXT_HISTORY_FILE, JOURNAL_FILE, LEGACY_STATE_FILE):
             # under the lock no writer of this folder is between its write and its rename
@@ -215,10 +217,14 @@ class TaskFolderStore:
         size, tail = record["history_bytes"], record["history_tail"]
         self._settle(history_path, lambda data: len(data) == size and _tail_digest(data) == tail)
         current = _read(history_path)
-        if current is not None and len(current) > size:
+        matches = current is not None and len(current) == size and _tail_digest(current) == tail
+        if current is not None and len(current) >= size - 1 and not matches:
             repaired = current[: size - 1] + b"]"
             if _tail_digest(repaired) == tail:
-                self._truncate(history_path, size - 1, b"]")
+                # The bracket first, then the cut: a crash between the two leaves a file this
+                # same repair mends on the next load.
+                self._write_in_place(history_path, size - 1, b"]", sync=True)
+                self._truncate(history_path, size)
         store_digest = record.get("store_sha256")
         store_path = self.folder / CONTEXT_HISTORY_FILE
         if store_digest is not None:
@@ -252,6 +258,8 @@ class TaskFolderStore:
     # -- committing ------------------------------------------------------------------------
 
     def commit(self, commit: Commit) -> int:
+        if not self._loaded:  # a commit never writes over what it has not read
+            self.load()
         with self._locked():
             done = self._check_version(commit)
             if done is not None:
@@ -360,12 +368,12 @@ class TaskFolderStore:
         if self.before_write is not None:
             self.before_write(name)
 
-    def _write_in_place(self, path: Path, offset: int, data: bytes) -> None:
+    def _write_in_place(self, path: Path, offset: int, data: bytes, *, sync: bool = False) -> None:
         descriptor = os.open(path, os.O_WRONLY | _NOFOLLOW)
         try:
             os.lseek(descriptor, offset, os.SEEK_SET)
             _write_all(descriptor, data)
-            if self.durable:
+            if self.durable or sync:
                 os.fsync(descriptor)
         finally:
             os.close(descriptor)
