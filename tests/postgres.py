@@ -69,7 +69,7 @@ class Server:
             "--auth=trust",
             "--no-sync",
             "-U",
-            self.user or "postgres",
+            self.user or pwd.getpwuid(os.getuid()).pw_name,  # the name conninfo connects as
         )
         options = f"-k {self.socket} -c listen_addresses='' -c fsync=off -c max_connections=60"
         self.run(
