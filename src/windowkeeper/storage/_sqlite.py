@@ -2,7 +2,8 @@
 
 The embedded choice for a service on one machine (standard library only). Schema::
 
-    wk_tasks(task_id PRIMARY KEY, version, commit_id, state JSON, store JSON, length)
+    wk_tasks(task_id PRIMARY KEY, version, commit_id, state JSON, length)
+    wk_stores(task_id PRIMARY KEY, store JSON)     written only by a commit that changed it
     wk_messages(task_id, position, body JSON, PRIMARY KEY (task_id, position))
 
 A commit is one ``BEGIN IMMEDIATE`` transaction: it checks the task's version, deletes the
@@ -19,7 +20,6 @@ import json
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from .._errors import ConfigurationError
 from ._folder import encode_message
@@ -33,8 +33,11 @@ CREATE TABLE IF NOT EXISTS wk_tasks (
     version INTEGER NOT NULL,
     commit_id TEXT NOT NULL,
     state TEXT NOT NULL,
-    store TEXT,
     length INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS wk_stores (
+    task_id TEXT PRIMARY KEY,
+    store TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS wk_messages (
     task_id TEXT NOT NULL,
@@ -78,7 +81,8 @@ class SQLiteStore:
         try:
             connection.execute("BEGIN")
             row = connection.execute(
-                "SELECT version, state, store, length FROM wk_tasks WHERE task_id = ?",
+                "SELECT version, state, store, length FROM wk_tasks"
+                " LEFT JOIN wk_stores USING (task_id) WHERE task_id = ?",
                 (self.task_id,),
             ).fetchone()
             bodies = connection.execute(
@@ -141,28 +145,23 @@ class SQLiteStore:
             (self.task_id, commit.keep),
         )
         connection.executemany("INSERT INTO wk_messages VALUES (?, ?, ?)", rows)
-        store_sql = "store" if commit.store_json is None else "?"
-        params: list[Any] = [version, commit.commit_id, state]
-        if commit.store_json is not None:
-            params.append(commit.store_json)
-        params += [commit.keep + len(rows), self.task_id]
+        length = commit.keep + len(rows)
         if row is None:
             connection.execute(
-                "INSERT INTO wk_tasks VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    self.task_id,
-                    version,
-                    commit.commit_id,
-                    state,
-                    commit.store_json,
-                    commit.keep + len(rows),
-                ),
+                "INSERT INTO wk_tasks VALUES (?, ?, ?, ?, ?)",
+                (self.task_id, version, commit.commit_id, state, length),
             )
         else:
             connection.execute(
-                f"UPDATE wk_tasks SET version = ?, commit_id = ?, state = ?, store = {store_sql},"
-                " length = ? WHERE task_id = ?",
-                params,
+                "UPDATE wk_tasks SET version = ?, commit_id = ?, state = ?, length = ?"
+                " WHERE task_id = ?",
+                (version, commit.commit_id, state, length, self.task_id),
+            )
+        if commit.store_json is not None:  # the store only when it changed
+            connection.execute(
+                "INSERT INTO wk_stores VALUES (?, ?)"
+                " ON CONFLICT (task_id) DO UPDATE SET store = excluded.store",
+                (self.task_id, commit.store_json),
             )
         return version
 
