@@ -63,15 +63,23 @@ def _canonical(message: Message, previous_role: Any) -> Message:
 
 class OpenAIHistory:
     """The OpenAI messages (Chat Completions) or input items (Responses) of a session, and their
-    Anthropic form. ``dialect`` says which; Responses items are converted whole on each change
-    (their converter does not report where each message came from yet)."""
+    Anthropic form. ``dialect`` says which."""
 
-    __slots__ = ("_anthropic", "_converted", "_dialect", "_ends", "_messages", "_system_parts")
+    __slots__ = (
+        "_anthropic",
+        "_converted",
+        "_customs",
+        "_dialect",
+        "_ends",
+        "_messages",
+        "_system_parts",
+    )
 
     def __init__(
         self, messages: Sequence[Message] = (), *, dialect: Literal["chat", "responses"] = "chat"
     ) -> None:
         self._dialect = dialect
+        self._customs = False  # a custom tool call was appended (Responses)
         self._messages: list[Message] = []
         self._anthropic: list[Message] = []
         self._ends: list[int] = []  # per Anthropic message: the OpenAI index past its sources
@@ -106,6 +114,8 @@ class OpenAIHistory:
             None,
         )
         for message in messages:
+            if message.get("type") == "custom_tool_call":
+                self._customs = True
             canonical = _canonical(message, previous) if self._dialect == "chat" else message
             self._messages.append(canonical)
             if canonical.get("role") not in _SYSTEM:
@@ -144,12 +154,21 @@ class OpenAIHistory:
 
     def _convert_tail(self) -> None:
         """Convert again from where the last Anthropic message's sources begin."""
-        if self._dialect == "responses":
-            self._convert_all()
-            return
         kept = max(len(self._anthropic) - 1, 0)
         start = self._ends[kept - 1] if kept else 0
-        tail = to_anthropic_tracked(self._messages[start:], name="history")
+        if self._dialect == "responses":
+            custom = [
+                block["id"]
+                for message in (self._anthropic[:kept] if self._customs else ())
+                if message.get("role") == "assistant" and isinstance(message.get("content"), list)
+                for block in message["content"]
+                if isinstance(block, dict) and block.get(responses.CUSTOM_NOTE)
+            ]
+            tail = responses.to_anthropic_tracked(
+                self._messages[start:], name="history", custom_ids=custom
+            )
+        else:
+            tail = to_anthropic_tracked(self._messages[start:], name="history")
         previous = self._anthropic[kept:]
         rebuilt: list[Any] = list(tail.conversation.messages)
         for index in range(min(len(previous), len(rebuilt))):
@@ -160,18 +179,6 @@ class OpenAIHistory:
         self._system_parts = [part for part in self._system_parts if part[0] < start] + [
             (start + index, text) for index, text in tail.system_parts
         ]
-        self._converted = len(self._messages)
-
-    def _convert_all(self) -> None:
-        conversation = responses.to_anthropic(self._messages, name="history")
-        previous = self._anthropic
-        rebuilt: list[Any] = list(conversation.messages)
-        for index in range(min(len(previous), len(rebuilt))):
-            if previous[index] == rebuilt[index]:
-                rebuilt[index] = previous[index]
-        self._anthropic = rebuilt
-        self._ends = []
-        self._system_parts = [] if conversation.system is None else [(0, conversation.system)]
         self._converted = len(self._messages)
 
     def to_openai(self, messages: Sequence[Message]) -> list[Message]:

@@ -290,7 +290,12 @@ class ContextSession:
         self._to_openai = OpenAIShaper(
             responses.from_anthropic if format == "responses" else from_anthropic
         )
-        self._wire = WireShaper(openai_message if format == "openai" else anthropic_message)
+        shapes = {
+            "anthropic": anthropic_message,
+            "openai": openai_message,
+            "responses": responses.responses_item,
+        }
+        self._wire = WireShaper(shapes[format])
         self._state = _State()
         self._last: _LastRequest | None = None
         self._version = 0  # of what the backend holds
@@ -627,11 +632,9 @@ class ContextSession:
         self._commit(state)
         self._last = _LastRequest(messages, system, tools, now, state.generation)
         sent = self._to_openai.to_openai(messages) if self._openai is not None else messages
-        if self._format == "responses":  # each call shapes every item (see formats.responses)
-            items, found = responses.responses_wire(sent)
-            wired, repairs = items, tuple(found)
-        else:
-            wired, repairs = self._wire.shape(sent)
+        wired, repairs = self._wire.shape(
+            sent, "input" if self._format == "responses" else "messages"
+        )
         return Prepared(
             messages=wired,
             deleted_range=state.deleted_range,

@@ -378,12 +378,17 @@ class WireShaper:
 
     __slots__ = ("_last", "_memo", "_shape", "_watched")
 
-    def __init__(self, shape: Callable[[Message, str, list[Repair]], Message]) -> None:
+    def __init__(self, shape: Callable[[Message, str, list[Repair]], Message | None]) -> None:
         self._shape = shape
-        # id -> (source, shaped, repairs relative to the message, handed out copy)
-        self._memo: dict[int, tuple[Message, Message, tuple[Repair, ...], Message]] = {}
+        # id -> (source, shaped, repairs relative to the message, handed out copy); None for a
+        # message the shape drops
+        self._memo: dict[
+            int, tuple[Message, Message | None, tuple[Repair, ...], Message | None]
+        ] = {}
         # the last call: sources, shaped forms, copies handed out, repairs per position
-        self._last: tuple[list[Message], list[Message], list[Message], list[tuple[Repair, ...]]]
+        self._last: tuple[
+            list[Message], list[Message | None], list[Message | None], list[tuple[Repair, ...]]
+        ]
         self._last = ([], [], [], [])
         self._watched = _Watched()  # set when the caller changed a copy handed out
 
@@ -406,8 +411,9 @@ class WireShaper:
             if known is None or known[0] is not message:
                 problems: list[Repair] = []
                 form = self._shape(message, "@", problems)
-                known = (message, form, tuple(problems), _fresh(form, watched))
-            elif known[3] != known[1]:
+                copy = _fresh(form, watched) if form is not None else None
+                known = (message, form, tuple(problems), copy)
+            elif known[1] is not None and known[3] != known[1]:
                 known = (message, known[1], known[2], _fresh(known[1], watched))
             memo[id(message)] = known
             out_shaped.append(known[1])
@@ -423,4 +429,4 @@ class WireShaper:
             live = {id(message) for message in messages}
             self._memo = {key: entry for key, entry in memo.items() if key in live}
         self._last = (list(messages), out_shaped, out_handed, out_found)
-        return list(out_handed), tuple(chain.from_iterable(out_found))
+        return list(filter(None, out_handed)), tuple(chain.from_iterable(out_found))

@@ -410,7 +410,7 @@ def test_items_system_prompt_and_schemas() -> None:
     assert isinstance(output, ModelInputData)
     assert output.instructions == INSTRUCTIONS
     assert items == kept  # the run's items are not changed
-    assert all(type(item) is dict for item in output.input)
+    assert all(isinstance(item, dict) for item in output.input)
     assert validate_responses(output.input) == []
     assert output.input[0] == {"role": "developer", "content": "Answer in French. " * 200}
     assert output.input[2]["content"][0]["text"] == "Looking."

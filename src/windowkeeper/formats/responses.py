@@ -105,7 +105,7 @@ from ..pairing import (
     Violation,
 )
 from ..wire import EMPTY_MESSAGE_NOTICE, Repair
-from .openai import AnthropicConversation
+from .openai import AnthropicConversation, TrackedConversation
 
 __all__ = [
     "NOTE_KEYS",
@@ -171,10 +171,27 @@ def to_anthropic(items: Sequence[Any], *, name: str = "input") -> AnthropicConve
         raise MalformedMessageError(
             name, f"expected a list of input items, got {type(items).__name__}"
         )
+    return to_anthropic_tracked(items, name=name).conversation
+
+
+def to_anthropic_tracked(
+    items: Sequence[Any], *, name: str = "input", custom_ids: Collection[str] = ()
+) -> TrackedConversation:
+    """What :func:`to_anthropic` gives, with where each message and system text came from.
+
+    ``custom_ids`` are the ids of custom tool calls made before ``items`` (for a caller that
+    converts a tail of a longer list again).
+    """
+    if not isinstance(items, Sequence) or isinstance(items, str | bytes):
+        raise MalformedMessageError(
+            name, f"expected a list of input items, got {type(items).__name__}"
+        )
     builder = _Builder()
+    builder.custom_ids.update(custom_ids)
     for index, item in enumerate(items):
+        builder.index = index
         builder.add(item, f"{name}[{index}]")
-    return builder.finish()
+    return TrackedConversation(builder.finish(), tuple(builder.ends), tuple(builder.system_parts))
 
 
 def _one_of(value: Any, names: Collection[str]) -> bool:
@@ -211,20 +228,29 @@ class _Builder:
         self.open_message = False  # the last model item is an assistant message with parts
         self.runs: dict[int, list[Message]] = {}  # assistant message index -> its model items
         self.custom_ids: set[str] = set()
+        self.index = 0  # of the item being added
+        self.ends: list[int] = []  # per message: the index past the last item it took
+        self.system_parts: list[tuple[int, str]] = []
 
     def add(self, item: Any, path: str) -> None:
         kind = _item_type(item, path)
         role = item.get("role") if kind == "message" else None
         if kind in CARRIED_TYPES or role in SYSTEM_ROLES:
             if role in SYSTEM_ROLES:
-                self.system.append(_system_text(item, path))
+                text = _system_text(item, path)
+                self.system.append(text)
+                self.system_parts.append((self.index, text))
             self.pending.append(dict(item))
-        elif kind in CALL_TYPES or role == "assistant":
+            return
+        if kind in CALL_TYPES or role == "assistant":
             self._model_item(item, kind, path)
         elif kind in OUTPUT_TYPES:
             self._output(item, kind, path)
         else:
             self._user(item, path)
+        del self.ends[len(self.output) :]
+        self.ends.extend([0] * (len(self.output) - len(self.ends)))
+        self.ends[-1] = self.index + 1
 
     def finish(self) -> AnthropicConversation:
         if self.pending and self.output:
