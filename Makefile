@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,plot,bench]'
 	$(BIN)/python bench/evaluate.py
 	$(BIN)/python bench/bench_storage.py
+	$(BIN)/python bench/bench_shapes.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
