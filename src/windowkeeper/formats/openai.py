@@ -60,13 +60,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._errors import MalformedMessageError
 from ..messages import Message, check_history
 from ..pairing import MALFORMED, TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED, Violation
+from ._extras import extras as _extras
 
 __all__ = [
     "NOTE_KEYS",
@@ -367,19 +368,6 @@ def _tool_result(message: Any, path: str) -> Message:
     extras = _extras(message, {"role", "content", "tool_call_id"}, path, {"type", "tool_use_id"})
     content = _content(message, path)
     return {**extras, "type": "tool_result", "tool_use_id": call_id, "content": content}
-
-
-def _extras(
-    source: Message, known: Collection[str], path: str, reserved: Collection[str]
-) -> dict[str, Any]:
-    """The keys of ``source`` the conversion does not translate, which travel as they are."""
-    extras = {key: value for key, value in source.items() if key not in known}
-    for key in extras:
-        if key in reserved:
-            raise MalformedMessageError(
-                f"{path}.{key}", "collides with a key the other format uses; it cannot travel"
-            )
-    return extras
 
 
 # -- Anthropic -> OpenAI ---------------------------------------------------------------------

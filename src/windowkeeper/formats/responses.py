@@ -105,6 +105,7 @@ from ..pairing import (
     Violation,
 )
 from ..wire import EMPTY_MESSAGE_NOTICE, Repair
+from ._extras import extras as _extras
 from .openai import AnthropicConversation, TrackedConversation
 
 __all__ = [
@@ -512,19 +513,6 @@ def _parse_arguments(arguments: str) -> dict[str, Any]:
 
 def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-def _extras(
-    source: Message, known: Collection[str], path: str, reserved: Collection[str]
-) -> dict[str, Any]:
-    """The keys of ``source`` the conversion does not translate, which travel as they are."""
-    extras = {key: value for key, value in source.items() if key not in known}
-    for key in extras:
-        if key in reserved:
-            raise MalformedMessageError(
-                f"{path}.{key}", "collides with a key the other format uses; it cannot travel"
-            )
-    return extras
 
 
 # -- Anthropic -> Responses ------------------------------------------------------------------
