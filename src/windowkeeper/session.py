@@ -299,7 +299,9 @@ class ContextSession:
         self._state = _State()
         self._last: _LastRequest | None = None
         self._version = 0  # of what the backend holds
-        self._committed: list[Message] = []  # the history as the backend holds it
+        # The history as the backend holds it: a list and how many of its messages; the list is
+        # never changed below that length (the session appends to it or replaces it), so no copy.
+        self._committed: tuple[list[Message], int] = ([], 0)
         self._committed_store: tuple[OverwriteStore, int] | None = None  # (store, revision)
         if self._backend is not None:
             self._load(self._backend)
@@ -856,10 +858,10 @@ class ContextSession:
             return
         store = store if store is not None else self._manager.store
         history = self._history
-        committed = self._committed
-        keep = min(len(committed), len(history))
+        committed, length = self._committed
+        keep = min(length, len(history))
         if keep and (committed[keep - 1] is not history[keep - 1]):
-            keep = shared_prefix(committed, history)
+            keep = shared_prefix(committed[:length], history)
         changed = self._committed_store != (store, store.revision)
         commit = Commit(
             base_version=self._version,
@@ -869,7 +871,7 @@ class ContextSession:
             store_json=store.to_json() if changed else None,
         )
         self._version = backend.commit(commit)
-        self._committed = list(history)
+        self._committed = (history, len(history))
         self._committed_store = (store, store.revision)
 
     def _load(self, backend: SessionStore) -> None:
@@ -886,7 +888,7 @@ class ContextSession:
         except MalformedMessageError as error:
             raise TaskFolderError(f"{where}: {error}") from None
         self._history = history
-        self._committed = list(history)
+        self._committed = (history, len(history))
         self._version = snapshot.version
         if self._openai is not None:
             self._openai = OpenAIHistory(dialect=self._dialect)
