@@ -1,7 +1,7 @@
 """A long generated coding-agent session, for per-turn overhead at 500 to 5,000 messages.
 
 Deterministic (no randomness): the task, then one native tool call and its tool_result per
-step, in the shape of :func:`windowkeeper.demo.demo_conversation` (Cline's ``[tool for 'x']
+step, in the shape of :func:`windowkeeper.tools._demo.demo_conversation` (Cline's ``[tool for 'x']
 Result:`` header inside the tool_result). A project of 60 files is read, re-read (every file
 many times over the session), edited (the result echoes the whole file in
 ``<final_file_content>``), searched and tested; every few steps the assistant also thinks aloud.

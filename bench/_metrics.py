@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from windowkeeper import validate_messages
-from windowkeeper.messages import Message
-from windowkeeper.replay import RequestRecord, Ruler, Sent
-from windowkeeper.tokens import image_tokens
+from windowkeeper.core._messages import Message
+from windowkeeper.session._tokens import image_tokens
+from windowkeeper.tools._replay import RequestRecord, Ruler, Sent
 
 __all__ = ["CACHE_READ", "CACHE_WRITE", "Meter", "Totals", "percentile"]
 

@@ -1,4 +1,4 @@
-"""The peers windowkeeper is measured against, as :class:`windowkeeper.replay.Policy` objects.
+"""The peers windowkeeper is measured against, as :class:`windowkeeper.tools._replay.Policy` objects.
 
 - :class:`LastTokensPolicy` ("last N tokens"): LangChain's own ``trim_messages(strategy="last")``
   from langchain-core, called on every request with ``max_tokens`` = the window's
@@ -14,7 +14,7 @@
 
 Both see what an agent built on those frameworks holds: Cline's ``[tool for 'x'] Result:`` text
 results are first put into the tool_result blocks of their calls (windowkeeper's
-:class:`~windowkeeper.native_results.ResultPlacer`, the same placement the session applies), as a
+:class:`~windowkeeper.session._native_results.ResultPlacer`, the same placement the session applies), as a
 LangChain or OpenHands agent keeps tool results as tool messages, and a call the trace left
 unanswered gets the original's ``result missing`` tool_result (for LangChain here; masking sends
 through the original's pairing repair anyway). Results the placer cannot place stay text;
@@ -44,11 +44,11 @@ from windowkeeper import (
     context_window_info,
     ensure_tool_results_follow_tool_use,
 )
-from windowkeeper.messages import Message
-from windowkeeper.native_results import ResultPlacer
-from windowkeeper.replay import Ruler, Sent
-from windowkeeper.truncation import DeletedRange, next_range
-from windowkeeper.usage import TokenUsage
+from windowkeeper.core._messages import Message
+from windowkeeper.core._truncation import DeletedRange, next_range
+from windowkeeper.core._usage import TokenUsage
+from windowkeeper.session._native_results import ResultPlacer
+from windowkeeper.tools._replay import Ruler, Sent
 
 __all__ = [
     "MASK_KEEP",

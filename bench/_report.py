@@ -128,7 +128,7 @@ def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
         " fixed head (system prompt and messages 0-1) to its whole size, for the 64k / 128k /"
         " 200k columns, and the window is limit / 0.8. The `roo-export` trace is read by a"
         " bench-only parser of Roo Code's Markdown export (`bench/_roo.py`), in the shape Cline"
-        " stores for XML tool calls; the demo is `windowkeeper.demo`'s generated conversation.",
+        " stores for XML tool calls; the demo is `windowkeeper.tools._demo`'s generated conversation.",
         "",
     ]
     for case in evaluation.cases:

@@ -22,10 +22,10 @@ from _peers import LastTokensPolicy, MaskingPolicy
 from _roo import load_roo_export
 from _traces import CORPUS
 from windowkeeper import ContextWindowInfo, context_window_info
-from windowkeeper.cline import ApiRequest
-from windowkeeper.demo import demo_conversation
-from windowkeeper.messages import Message
-from windowkeeper.replay import (
+from windowkeeper.cline._task import ApiRequest
+from windowkeeper.core._messages import Message
+from windowkeeper.tools._demo import demo_conversation
+from windowkeeper.tools._replay import (
     ClinePolicy,
     Policy,
     Replayer,
@@ -33,7 +33,7 @@ from windowkeeper.replay import (
     WindowkeeperPolicy,
     request_points,
 )
-from windowkeeper.trace import load_trace
+from windowkeeper.tools._trace import load_trace
 
 __all__ = [
     "NOMINAL_WINDOWS",
@@ -127,7 +127,7 @@ def load_cases(corpus: Path = CORPUS) -> list[Case]:
     roo = corpus / "roo-markdown-export" / "roo_task_export_courseLLM.md"
     if roo.exists():
         cases.append(make_case("roo-export", "Roo Code Markdown export", load_roo_export(roo)))
-    cases.append(make_case("demo", "windowkeeper.demo (generated)", demo_conversation()))
+    cases.append(make_case("demo", "windowkeeper.tools._demo (generated)", demo_conversation()))
     return cases
 
 

@@ -125,7 +125,7 @@ def format_trace_table(evaluation: Evaluation, case: Case) -> list[str]:
 
 
 def format_trace_overview(evaluation: Evaluation) -> list[str]:
-    from windowkeeper.replay import Ruler, request_points
+    from windowkeeper.tools._replay import Ruler, request_points
 
     rows = []
     for case in evaluation.cases:

@@ -15,8 +15,8 @@ from typing import Any
 
 from _timing import summary, timings
 from windowkeeper import ContextManager, EditType
-from windowkeeper.notices import DUPLICATE_READ_NOTICE
-from windowkeeper.overwrites import text_update
+from windowkeeper.core._notices import DUPLICATE_READ_NOTICE
+from windowkeeper.core._overwrites import text_update
 
 UPDATES = 1_000
 RUNS = 50

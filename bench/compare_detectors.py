@@ -12,9 +12,9 @@ import sys
 
 from _traces import CORPUS
 from windowkeeper import ClineReadDetector, ContextManager
-from windowkeeper.messages import utf16_len
-from windowkeeper.native_reads import NativeReadDetector
-from windowkeeper.native_results import ResultPlacer
+from windowkeeper.core._messages import utf16_len
+from windowkeeper.session._native_reads import NativeReadDetector
+from windowkeeper.session._native_results import ResultPlacer
 
 TRACES = [
     "cline-native-gcp-refactor-redacted",

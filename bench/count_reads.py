@@ -21,7 +21,7 @@ from typing import Any
 
 from _traces import GCP_TRACE
 from windowkeeper import ClineReadDetector, EditType, OverwriteStore
-from windowkeeper.cline import load_task
+from windowkeeper.cline._task import load_task
 
 READ_HEADER = re.compile(r"\[read_file for '([^']+)'\] Result:")
 

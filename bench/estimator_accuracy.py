@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from windowkeeper.tokens import CalibratedEstimator
+from windowkeeper.session._tokens import CalibratedEstimator
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("WINDOWKEEPER_SHARED") or ROOT.parent / "shared") / "corpus" / "raw"

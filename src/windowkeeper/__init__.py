@@ -13,16 +13,29 @@ from ._errors import (
     InvalidUsageError,
     MalformedMessageError,
     TaskFolderError,
+    TraceError,
     WindowkeeperError,
 )
-from .compaction import Compaction, compact_conversation_for_context_window
-from .file_reads import ClineReadDetector, ReadDetector
-from .manager import ContextManager, ContextResult, FileReadOptimization
-from .models import ModelInfo, ModelTableError, UnknownModelWarning, lookup_model, model_window
-from .overwrites import CorruptStoreError, EditType, OverwriteStore, Update
-from .pairing import Violation, ensure_tool_results_follow_tool_use, validate_messages
-from .sdk import usage_from_sdk
-from .session import Checkpoint, ContextSession, Prepared, Synced
+from ._version import __version__
+from .cline._compaction import Compaction, compact_conversation_for_context_window
+from .cline._manager import ContextManager, ContextResult, FileReadOptimization
+from .core._file_reads import ClineReadDetector, ReadDetector
+from .core._overwrites import CorruptStoreError, EditType, OverwriteStore, Update
+from .core._pairing import ensure_tool_results_follow_tool_use
+from .core._truncation import Keep
+from .core._usage import TokenUsage
+from .core._window import ContextWindowInfo, context_window_info
+from .rules._anthropic import Violation, validate_messages
+from .session._models import (
+    ModelInfo,
+    ModelTableError,
+    UnknownModelWarning,
+    lookup_model,
+    model_window,
+)
+from .session._sdk import usage_from_sdk
+from .session._session import Checkpoint, ContextSession, Prepared, Synced
+from .session._tokens import CalibratedEstimator, TokenCounter
 from .storage import (
     ConcurrentUpdateError,
     LoadReport,
@@ -32,13 +45,6 @@ from .storage import (
     StorageError,
     TaskFolderStore,
 )
-from .tokens import CalibratedEstimator, TokenCounter
-from .trace import TraceError
-from .truncation import Keep
-from .usage import TokenUsage
-from .window import ContextWindowInfo, context_window_info
-
-__version__ = "0.1.0"
 
 __all__ = [
     "CalibratedEstimator",

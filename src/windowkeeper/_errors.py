@@ -65,3 +65,7 @@ class ContextOverflowError(WindowkeeperError):
         super().__init__(message)
         self.estimated_tokens = estimated_tokens
         self.limit = limit
+
+
+class TraceError(WindowkeeperError, ValueError):
+    """An input file is not a trace windowkeeper can read; the message names the file."""

@@ -12,6 +12,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from windowkeeper import ContextManager, MalformedMessageError, Violation, validate_messages
+from windowkeeper.core._notices import RESULT_MISSING
+from windowkeeper.formats._wire import EMPTY_MESSAGE_NOTICE, Repair
 from windowkeeper.formats.openai import AnthropicConversation
 from windowkeeper.formats.responses import (
     NOTE_KEYS,
@@ -24,14 +26,12 @@ from windowkeeper.formats.responses import (
     to_anthropic,
     validate_responses,
 )
-from windowkeeper.notices import RESULT_MISSING
-from windowkeeper.pairing import (
+from windowkeeper.rules._anthropic import (
     DUPLICATE_TOOL_USE_ID,
     MALFORMED,
     TOOL_RESULT_UNKNOWN,
     TOOL_USE_UNANSWERED,
 )
-from windowkeeper.wire import EMPTY_MESSAGE_NOTICE, Repair
 
 from ..doubles._server import check_shape
 from .responses_strategies import (

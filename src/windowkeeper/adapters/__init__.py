@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .._errors import ConfigurationError
-from ..session import ContextSession, Prepared, Synced
+from ..core._truncation import FIRST_KEPT, DeletedRange, visible_start
+from ..core._window import ContextWindowInfo
+from ..session._session import ContextSession, Prepared, Synced
 from ..storage import SessionStore
-from ..truncation import FIRST_KEPT, DeletedRange, visible_start
-from ..window import ContextWindowInfo
 
 __all__: list[str] = []
 

@@ -65,9 +65,9 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.config import get_config
 
 from .._errors import ConfigurationError
-from ..session import ContextSession, Prepared, Synced
-from ..usage import TokenUsage
-from ..window import ContextWindowInfo
+from ..core._usage import TokenUsage
+from ..core._window import ContextWindowInfo
+from ..session._session import ContextSession, Prepared, Synced
 from . import (
     Conversation,
     SessionFactory,

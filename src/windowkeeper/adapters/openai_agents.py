@@ -59,10 +59,10 @@ from agents.run_context import RunContextWrapper
 from agents.tracing import get_current_trace
 
 from .._errors import ConfigurationError, MalformedMessageError
+from ..core._usage import TokenUsage
+from ..core._window import ContextWindowInfo
 from ..formats import responses
-from ..session import ContextSession, Prepared, Synced
-from ..usage import TokenUsage
-from ..window import ContextWindowInfo
+from ..session._session import ContextSession, Prepared, Synced
 from . import (
     Conversation,
     SessionFactory,

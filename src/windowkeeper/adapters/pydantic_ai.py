@@ -76,9 +76,9 @@ from pydantic_ai.messages import (
 from pydantic_ai.tools import AgentDepsT, RunContext
 
 from .._errors import ConfigurationError
-from ..session import ContextSession, Prepared, Synced
-from ..usage import TokenUsage
-from ..window import ContextWindowInfo
+from ..core._usage import TokenUsage
+from ..core._window import ContextWindowInfo
+from ..session._session import ContextSession, Prepared, Synced
 from . import (
     Conversation,
     SessionFactory,

@@ -10,7 +10,7 @@ from collections.abc import Collection
 from typing import Any
 
 from .._errors import MalformedMessageError
-from ..messages import Message
+from ..core._messages import Message
 
 __all__ = ["extras"]
 

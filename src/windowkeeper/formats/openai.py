@@ -65,8 +65,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import MalformedMessageError
-from ..messages import Message, check_history
-from ..pairing import MALFORMED, TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED, Violation
+from ..core._messages import Message, check_history
+from ..rules._anthropic import MALFORMED, TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED, Violation
 from ._extras import extras as _extras
 
 __all__ = [

@@ -96,16 +96,16 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from .._errors import MalformedMessageError
-from ..messages import Message, check_history
-from ..pairing import (
+from ..core._messages import Message, check_history
+from ..rules._anthropic import (
     DUPLICATE_TOOL_USE_ID,
     MALFORMED,
     TOOL_RESULT_UNKNOWN,
     TOOL_USE_UNANSWERED,
     Violation,
 )
-from ..wire import EMPTY_MESSAGE_NOTICE, Repair
 from ._extras import extras as _extras
+from ._wire import EMPTY_MESSAGE_NOTICE, Repair
 from .openai import AnthropicConversation, TrackedConversation
 
 __all__ = [
@@ -950,7 +950,7 @@ def responses_item(item: Any, path: str, repairs: list[Repair]) -> Message | Non
     output those of its type, each reasoning summary and content entry ``type`` and ``text``;
     keys whose value is None are left out. An item of another type, and a part of a type its
     message or output does not take, is dropped; a content or output list emptied that way gets
-    :data:`~windowkeeper.wire.EMPTY_MESSAGE_NOTICE` instead. Each change is added to ``repairs``.
+    :data:`~windowkeeper.formats._wire.EMPTY_MESSAGE_NOTICE` instead. Each change is added to ``repairs``.
     """
     if not isinstance(item, dict):
         repairs.append(Repair(path, "dropped: not an input item"))

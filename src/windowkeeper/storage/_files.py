@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from ..overwrites import CorruptStoreError, OverwriteStore
+from ..core._overwrites import CorruptStoreError, OverwriteStore
 
 __all__ = [
     "CONTEXT_HISTORY_FILE",

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import TaskFolderError
-from ..messages import Message
+from ..core._messages import Message
 from ._files import (
     CONTEXT_HISTORY_FILE,
     LoadReport,

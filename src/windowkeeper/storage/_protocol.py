@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from .._errors import WindowkeeperError
-from ..messages import Message
+from ..core._messages import Message
 
 __all__ = [
     "Commit",

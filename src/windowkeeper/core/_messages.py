@@ -1,0 +1,264 @@
+"""Messages and content blocks: their shapes, text getters and setters, and shape checks.
+
+Messages are plain dicts in the Anthropic Messages shape: ``{"role": "user" | "assistant",
+"content": str | list[block]}``. Unknown keys and block types are carried through untouched.
+The TypedDicts below document the shapes for callers and type checkers; functions accept any
+dict of that shape.
+
+Nothing here mutates its argument: setters return copies (copy-on-write), sharing every part
+they did not change.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any, Literal, NotRequired, TypedDict
+
+from .._errors import MalformedMessageError
+
+__all__ = [
+    "ROLES",
+    "CheckMemo",
+    "ImageBlock",
+    "Message",
+    "MessageDict",
+    "TextBlock",
+    "ToolResultBlock",
+    "ToolUseBlock",
+    "block_text",
+    "check_history",
+    "check_message",
+    "shared_prefix",
+    "tool_calls_before",
+    "utf16_len",
+    "with_block_content",
+    "with_block_text",
+]
+
+Message = dict[str, Any]
+"""A message as windowkeeper handles it: a dict in the Anthropic Messages shape."""
+
+ROLES = frozenset({"user", "assistant"})
+
+
+class TextBlock(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ImageSource(TypedDict):
+    type: str
+    media_type: NotRequired[str]
+    data: NotRequired[str]
+
+
+class ImageBlock(TypedDict):
+    type: Literal["image"]
+    source: ImageSource
+
+
+class ToolUseBlock(TypedDict):
+    type: Literal["tool_use"]
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolResultBlock(TypedDict):
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: NotRequired[str | list[TextBlock | ImageBlock]]
+    is_error: NotRequired[bool]
+
+
+class MessageDict(TypedDict):
+    """The documented shape of a message (extra keys such as ``ts`` are allowed and kept)."""
+
+    role: Literal["user", "assistant"]
+    content: str | list[TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | dict[str, Any]]
+
+
+def utf16_len(text: str) -> int:
+    """Length of ``text`` in UTF-16 code units, as JavaScript's ``String.length`` counts it."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+def block_text(block: Any) -> str | None:
+    """The editable text of a block, or None.
+
+    A ``text`` block gives its ``text``; a ``tool_result`` whose ``content`` is a list starting with
+    a ``text`` block gives that inner text. Anything else (a string-content tool_result, an image,
+    a tool_use, thinking) has no editable text. Empty text counts as none, as in the original.
+    """
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if kind == "text":
+        text = block.get("text")
+    elif kind == "tool_result":
+        inner = block.get("content")
+        if not isinstance(inner, list) or not inner:
+            return None
+        first = inner[0]
+        if not isinstance(first, dict) or first.get("type") != "text":
+            return None
+        text = first.get("text")
+    else:
+        return None
+    return text if isinstance(text, str) and text else None
+
+
+def with_block_text(block: Any, text: str) -> Any:
+    """A copy of ``block`` whose editable text is ``text``; the block itself when it has none.
+
+    The counterpart of :func:`block_text`: a ``text`` block gets its ``text`` replaced, a
+    ``tool_result`` with list content starting with a text block gets that inner text replaced.
+    Other blocks are returned unchanged, silently, as the original does.
+    """
+    if not isinstance(block, dict):
+        return block
+    kind = block.get("type")
+    if kind == "text":
+        return {**block, "text": text}
+    if kind == "tool_result":
+        inner = block.get("content")
+        if isinstance(inner, list) and inner:
+            first = inner[0]
+            if isinstance(first, dict) and first.get("type") == "text":
+                return {**block, "content": [{**first, "text": text}, *inner[1:]]}
+    return block
+
+
+def with_block_content(block: Any, text: str) -> Any:
+    """A copy of ``block`` whose whole content is ``text``; the block itself when it has none.
+
+    A ``text`` block gets its ``text`` replaced; a ``tool_result`` keeps its id and flags and gets
+    ``text`` as its content (a string if it was one, else a one-text-block list), so pairing with
+    its tool_use is untouched.
+    """
+    if not isinstance(block, dict):
+        return block
+    kind = block.get("type")
+    if kind == "text":
+        return {**block, "text": text}
+    if kind == "tool_result":
+        if isinstance(block.get("content"), str):
+            return {**block, "content": text}
+        return {**block, "content": [{"type": "text", "text": text}]}
+    return block
+
+
+def tool_calls_before(history: Sequence[Any], index: int) -> dict[Any, dict[str, Any]]:
+    """tool_use id -> tool_use block, of the assistant message just before ``history[index]``.
+
+    What a user message's tool_results answer; empty when that message is not an assistant one.
+    """
+    if index < 1:
+        return {}
+    previous = history[index - 1]
+    content = previous.get("content") if isinstance(previous, dict) else None
+    if previous.get("role") != "assistant" or not isinstance(content, list):
+        return {}
+    return {
+        block.get("id"): block
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("id")
+    }
+
+
+def check_message(message: Any, path: str) -> None:
+    """Raise :class:`MalformedMessageError` unless ``message`` has a shape windowkeeper can handle.
+
+    Accepted, as by the original: any order of roles, empty content (``""`` or ``[]``), blocks of
+    unknown types, tool_use blocks without an id. Rejected: a message that is not a dict, a role
+    other than user/assistant, content that is neither a string nor a list, a block that is not a
+    dict with a string ``type``.
+    """
+    if not isinstance(message, dict):
+        raise MalformedMessageError(path, f"expected a message dict, got {type(message).__name__}")
+    role = message.get("role")
+    if role not in ROLES:
+        raise MalformedMessageError(f"{path}.role", f"expected 'user' or 'assistant', got {role!r}")
+    content = message.get("content")
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise MalformedMessageError(
+            f"{path}.content",
+            f"expected a string or a list of blocks, got {type(content).__name__}",
+        )
+    for position, block in enumerate(content):
+        if not isinstance(block, dict):
+            raise MalformedMessageError(
+                f"{path}.content[{position}]", f"expected a block dict, got {type(block).__name__}"
+            )
+        if not isinstance(block.get("type"), str):
+            raise MalformedMessageError(f"{path}.content[{position}]", "block has no string 'type'")
+
+
+def check_history(history: Any, name: str = "history") -> None:
+    """Check every message of ``history`` with :func:`check_message`; the list itself too."""
+    if not isinstance(history, Sequence) or isinstance(history, str | bytes):
+        raise MalformedMessageError(
+            name, f"expected a list of messages, got {type(history).__name__}"
+        )
+    for index, message in enumerate(history):
+        check_message(message, f"{name}[{index}]")
+
+
+def shared_prefix(old: Sequence[Any], new: Sequence[Any]) -> int:
+    """How many leading elements ``new`` shares with ``old``, by identity.
+
+    Fast (a C-level scan) when ``new`` merely extends ``old``, as an agent's history does.
+    """
+    size = min(len(old), len(new))
+    if all(map(operator.is_, old[:size], new[:size])):
+        return size
+    for index in range(size):
+        if old[index] is not new[index]:
+            return index
+    return size  # pragma: no cover - the scan above found a difference
+
+
+class CheckMemo:
+    """:func:`check_history` that skips message objects it already checked.
+
+    Messages are treated as values (see :class:`windowkeeper.core._pairing.RepairMemo`): a message
+    object is checked again only when it, or its content object, is not the one seen before.
+    Only the messages of the latest call are remembered. Not thread-safe; one per manager.
+    """
+
+    __slots__ = ("_last", "_seen")
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[Any, Any]] = {}
+        self._last: list[Any] = []
+
+    def check_history(self, history: Any, name: str = "history") -> None:
+        """Raise :class:`MalformedMessageError` for the first malformed message, as check_history."""
+        if not isinstance(history, Sequence) or isinstance(history, str | bytes):
+            raise MalformedMessageError(
+                name, f"expected a list of messages, got {type(history).__name__}"
+            )
+        last = self._last
+        if len(history) >= len(last) and shared_prefix(last, history) == len(last):
+            # The last call's messages, unchanged, then new ones: check only the new ones.
+            for index in range(len(last), len(history)):
+                message = history[index]
+                check_message(message, f"{name}[{index}]")
+                self._seen[id(message)] = (message, message.get("content"))
+            self._last = list(history)
+            return
+        known = self._seen
+        seen: dict[int, tuple[Any, Any]] = {}
+        for index, message in enumerate(history):
+            entry = known.get(id(message))
+            if entry is None or entry[0] is not message or entry[1] is not message.get("content"):
+                check_message(message, f"{name}[{index}]")
+                entry = (message, message.get("content"))
+            seen[id(message)] = entry
+        self._seen = seen
+        self._last = list(history)

@@ -1,0 +1,535 @@
+"""The timestamped overwrite store: every content edit, kept apart from the history.
+
+The store maps a message index (into the full history) to an entry: an edit type, fixed when the
+entry is created, and a map from block index to the list of updates of that block, oldest first.
+An update is ``[timestamp, "text", [new_text], metadata]``; the last update of a block is the
+effective one. Rolling back to a checkpoint drops every update newer than its timestamp.
+
+Both maps keep insertion order, because the original's JSON (``context_history.json``) lists
+them in that order::
+
+    [[messageIndex,[editType,[[blockIndex,[[ts,"text",[text],metadata],...]],...]]],...]
+
+Updates are kept as the JSON values they are, so a file written by the original, whatever odd
+values it holds, serializes back byte for byte. Loading follows the original's loader exactly:
+what it rebuilds its maps from loads, what makes it throw (and so start empty) raises
+:class:`CorruptStoreError` naming the place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+from .._errors import WindowkeeperError
+from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
+
+__all__ = [
+    "CONTENT",
+    "INPUT",
+    "TEXT",
+    "Block",
+    "CorruptStoreError",
+    "EditType",
+    "Entry",
+    "OverwriteStore",
+    "Update",
+]
+
+
+class CorruptStoreError(WindowkeeperError, ValueError):
+    """A ``context_history.json`` text the original cannot load (not JSON, or not its layout)."""
+
+
+class EditType(IntEnum):
+    """Why a message was edited; fixed by the first edit of the message."""
+
+    UNDEFINED = 0  # the truncation notice (message 1) and the task replacement (message 0)
+    NO_FILE_READ = 1  # declared by the original, never used
+    READ_FILE_TOOL = 2
+    ALTER_FILE_TOOL = 3
+    FILE_MENTION = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """A typed view of one stored update; its lists are copies, so changing them changes nothing."""
+
+    timestamp: Any
+    kind: Any
+    content: Any
+    metadata: Any
+
+    @property
+    def text(self) -> str | None:
+        """The new text when this is a well-formed "text" update, else None."""
+        if self.kind == "text" and isinstance(self.content, list) and self.content:
+            first = self.content[0]
+            return first if isinstance(first, str) else None
+        return None
+
+    @property
+    def new_text(self) -> str | None:
+        """The text this update puts in its block: that of a "text" or a "content" update."""
+        if self.kind in (TEXT, CONTENT, INPUT) and isinstance(self.content, list) and self.content:
+            first = self.content[0]
+            return first if isinstance(first, str) else None
+        return None
+
+    @classmethod
+    def of(cls, raw: Any) -> Update:
+        """View a stored JSON value as an update; missing parts read as None."""
+        parts = [_clone(part) for part in raw[:4]] if isinstance(raw, list) else []
+        parts += [None] * (4 - len(parts))
+        return cls(*parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """The updates of one content block, oldest first."""
+
+    index: Any
+    updates: tuple[Update, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """Everything recorded for one message: its edit type and its blocks, in insertion order."""
+
+    message_index: Any
+    edit_type: Any
+    blocks: tuple[Block, ...]
+
+
+TEXT = "text"
+"""The original's update kind: sets the block's text (a text block, or the first text of a
+tool_result whose content is a list)."""
+
+CONTENT = "content"
+"""windowkeeper's update kind for whole contents: a text block's text, or a tool_result's entire
+content (string or list). The original keeps such updates on load and save but applies only
+"text", so Cline ignores them."""
+
+
+INPUT = "input"
+"""windowkeeper's update kind for a tool_use block's input: the new input as JSON text. Ignored by
+the original, like "content"."""
+
+
+def text_update(
+    timestamp: int, text: str, metadata: list[Any] | None = None, kind: str = TEXT
+) -> list[Any]:
+    """The JSON value of a "text" (or ``kind``) update."""
+    return [timestamp, kind, [text], [] if metadata is None else metadata]
+
+
+class _Entry:
+    __slots__ = ("blocks", "edit_type")
+
+    def __init__(self, edit_type: Any, blocks: dict[Any, Any]) -> None:
+        self.edit_type = edit_type
+        self.blocks = blocks  # block key -> updates (a list, unless a loaded file said otherwise)
+
+
+class OverwriteStore:
+    """Message index -> (edit type, block index -> [update, ...]), in insertion order.
+
+    Not thread-safe; one store per task. Values handed out are copies or immutable views, and
+    values taken in are copied, so the store changes only through its methods. Two stores are
+    equal when they serialize to the same text.
+    """
+
+    __slots__ = ("_counts", "_entries", "_exotic", "_journal", "_revision")
+
+    def __init__(self) -> None:
+        self._entries: dict[Any, _Entry] = {}
+        self._exotic = False  # holds floats or opaque keys: serialize on the exact slow path
+        self._revision = 0
+        # While a journal is open: (message key, block key, entry was new, what the block held)
+        self._journal: list[tuple[Any, Any, bool, Any]] | None = None
+        self._counts: dict[Any, int] | None = {}  # updates per edit type; None: count again
+
+    @property
+    def revision(self) -> int:
+        """A number that changes whenever the store does (for callers that cache its effects)."""
+        return self._revision
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, message_index: object) -> bool:
+        return _lookup(message_index) in self._entries
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OverwriteStore):
+            return NotImplemented
+        return self.to_json() == other.to_json()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"OverwriteStore({self.to_json()})"
+
+    def message_indices(self) -> list[Any]:
+        """The edited message indices, in insertion order."""
+        return [_plain(key) for key in self._entries]
+
+    def update_count(self, edit_types: Collection[Any] | None = None) -> int:
+        """How many updates the store holds, in entries of ``edit_types`` (all when None).
+
+        Counts without copying anything, unlike :meth:`entries`.
+        """
+        counts = self._counts
+        if counts is None:
+            counts = {}
+            for entry in self._entries.values():
+                total = sum(len(u) for u in entry.blocks.values() if isinstance(u, list))
+                counts[_count_key(entry.edit_type)] = (
+                    counts.get(_count_key(entry.edit_type), 0) + total
+                )
+            self._counts = counts
+        if edit_types is None:
+            return sum(counts.values())
+        wanted = {_count_key(kind) for kind in edit_types}
+        return sum(count for kind, count in counts.items() if kind in wanted)
+
+    def entries(self) -> Iterator[Entry]:
+        """Every entry as a typed value, in insertion order (what the JSON lists, in that order).
+
+        A block whose updates a loaded file gave as something other than a list has no updates.
+        """
+        for key, entry in self._entries.items():
+            blocks = tuple(
+                Block(_plain(block_key), _typed(updates))
+                for block_key, updates in entry.blocks.items()
+            )
+            yield Entry(_plain(key), _clone(entry.edit_type), blocks)
+
+    def edit_type(self, message_index: int) -> Any:
+        """The edit type of a message's entry, or None when it has none."""
+        entry = self._entries.get(_lookup(message_index))
+        return None if entry is None else entry.edit_type
+
+    def block_updates(self, message_index: int) -> Iterator[tuple[Any, list[Any]]]:
+        """``(block index, updates)`` of a message, in insertion order; updates are raw JSON.
+
+        The lists are copies. A key JavaScript keeps apart from numbers (``true``, an array)
+        comes as an opaque key that equals no index; updates that are not a list come as ``[]``.
+        """
+        entry = self._entries.get(_lookup(message_index))
+        if entry is not None:
+            for block_key, updates in entry.blocks.items():
+                yield block_key, list(updates) if isinstance(updates, list) else []
+
+    def updates(self, message_index: int, block_index: int) -> list[Update]:
+        """Every update of a block, oldest first."""
+        return list(_typed(self._raw_updates(message_index, block_index)))
+
+    def latest(self, message_index: int, block_index: int) -> Update | None:
+        """The effective (last) update of a block, or None."""
+        raw = self._raw_updates(message_index, block_index)
+        return Update.of(raw[-1]) if raw else None
+
+    def effective_text(self, message_index: int, block_index: int) -> str | None:
+        """The text a block shows after its effective update, or None when it has none."""
+        latest = self.latest(message_index, block_index)
+        return None if latest is None else latest.text
+
+    def first_block_latest(self, message_index: int) -> Update | None:
+        """The last update of the message's first-inserted block (how the original reads mentions)."""
+        entry = self._entries.get(_lookup(message_index))
+        if entry is None:
+            return None
+        for updates in entry.blocks.values():
+            return Update.of(updates[-1]) if isinstance(updates, list) and updates else None
+        return None
+
+    def _raw_updates(self, message_index: Any, block_index: Any) -> list[Any]:
+        entry = self._entries.get(_lookup(message_index))
+        if entry is None:
+            return []
+        updates = entry.blocks.get(_lookup(block_index))
+        return updates if isinstance(updates, list) else []
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def record(self, message_index: Any, edit_type: Any, block_index: Any, update: Any) -> None:
+        """Append a copy of ``update`` to a block, creating the entry with ``edit_type`` if new.
+
+        An existing entry keeps the edit type it was created with, as in the original. Raises
+        ``TypeError`` when an argument is not a JSON value.
+        """
+        value, exotic = normalize(update)
+        self._revision += 1
+        message_key, odd_message = _record_key(message_index)
+        block_key, odd_block = _record_key(block_index)
+        entry = self._entries.get(message_key)
+        created = entry is None
+        if entry is None:
+            kind, odd_kind = normalize(edit_type)
+            entry = self._entries[message_key] = _Entry(kind, {})
+            exotic = exotic or odd_kind
+        updates = entry.blocks.get(block_key, _ABSENT)
+        if self._journal is not None:
+            held = len(updates) if isinstance(updates, list) else updates
+            self._journal.append((message_key, block_key, created, held))
+        if isinstance(updates, list):
+            updates.append(value)
+        else:
+            entry.blocks[block_key] = [value]
+        if self._counts is not None:
+            if isinstance(updates, list) or updates is _ABSENT:
+                key = _count_key(entry.edit_type)
+                self._counts[key] = self._counts.get(key, 0) + 1
+            else:
+                self._counts = None  # a non-list value was replaced: count again when asked
+        self._exotic = self._exotic or exotic or odd_message or odd_block
+
+    def open_journal(self) -> None:
+        """Start remembering each :meth:`record`, so that :meth:`undo_journal` can take it back.
+
+        For callers that must leave the store as it was when a step fails half-way (the
+        session's ``prepare`` when nothing fits). Costs nothing per update but a tuple.
+        """
+        self._journal = []
+
+    def close_journal(self) -> None:
+        """Keep what was recorded since :meth:`open_journal`, and stop remembering."""
+        self._journal = None
+
+    def undo_journal(self) -> None:
+        """Take back every :meth:`record` since :meth:`open_journal`, newest first, and stop."""
+        journal, self._journal = self._journal or [], None
+        self._revision += 1
+        self._counts = None
+        for message_key, block_key, created, held in reversed(journal):
+            entry = self._entries[message_key]
+            if isinstance(held, int):
+                del entry.blocks[block_key][held:]
+            elif held is _ABSENT:
+                del entry.blocks[block_key]
+            else:
+                entry.blocks[block_key] = held
+            if created:
+                del self._entries[message_key]
+
+    def rollback(self, timestamp: float) -> None:
+        """Drop every update newer than ``timestamp`` (updates at ``timestamp`` stay).
+
+        As in the original: each block is cut from its end while its last update is newer
+        (assuming time order; comparison by JavaScript's ``>``), a block is removed when the cut
+        leaves it empty (a block that was already empty stays), and a message is removed when it
+        is left with no blocks (also when it had none). Updates that are not a list are kept.
+        """
+        self._revision += 1
+        self._counts = None
+        for message_key in list(self._entries):
+            blocks = self._entries[message_key].blocks
+            for block_key in list(blocks):
+                updates = blocks[block_key]
+                if not isinstance(updates, list):
+                    continue
+                keep = len(updates)
+                while keep > 0 and _is_after(updates[keep - 1], timestamp):
+                    keep -= 1
+                if keep < len(updates):
+                    del updates[keep:]
+                    if keep == 0:
+                        del blocks[block_key]
+            if not blocks:
+                del self._entries[message_key]
+
+    def clear(self) -> None:
+        """Forget every update."""
+        self._revision += 1
+        self._counts = None
+        self._entries.clear()
+        self._exotic = False
+
+    def copy(self) -> OverwriteStore:
+        """An independent copy (no list is shared with this store)."""
+        twin = OverwriteStore()
+        twin._exotic = self._exotic
+        for key, entry in self._entries.items():
+            blocks = {block_key: _clone(updates) for block_key, updates in entry.blocks.items()}
+            twin._entries[key] = _Entry(_clone(entry.edit_type), blocks)
+        twin._counts = None
+        return twin
+
+    # -- the original's JSON ---------------------------------------------------------------
+
+    def to_json_value(self) -> list[Any]:
+        """The store as the nested lists of ``context_history.json`` (fresh lists, safe to keep)."""
+        value, _ = loads(self.to_json())
+        return value  # type: ignore[no-any-return]
+
+    def to_json(self) -> str:
+        """The exact text the original writes: ``JSON.stringify`` of its maps as pair lists."""
+        value = [
+            [key, [entry.edit_type, list(entry.blocks.items())]]
+            for key, entry in self._entries.items()
+        ]
+        return dumps(value, exotic=self._exotic)
+
+    @classmethod
+    def from_json(cls, text: str) -> OverwriteStore:
+        """Load ``context_history.json`` text; raise :class:`CorruptStoreError` if unusable."""
+        try:
+            value, exotic = loads(text)
+        except RecursionError:
+            raise CorruptStoreError("JSON nested too deeply") from None
+        except ValueError as error:
+            raise CorruptStoreError(f"not JSON: {error}") from None
+        return cls._build(value, exotic)
+
+    @classmethod
+    def from_json_value(cls, value: Any) -> OverwriteStore:
+        """Build a store from parsed JSON (copied), as the original's loader reads it.
+
+        The loader destructures each item as ``[messageIndex, [editType, pairs]]`` and rebuilds
+        the block map with ``new Map(pairs)``: a repeated key keeps its first position and takes
+        the later value, extra elements are ignored, missing ones read as undefined (written back
+        as ``null``), and missing or null ``pairs`` give an empty map. Whatever makes that throw
+        raises :class:`CorruptStoreError` naming the place, as the original then starts empty.
+        """
+        try:
+            normalized, exotic = normalize(value)
+        except TypeError as error:
+            raise CorruptStoreError(f"not a JSON value: {error}") from None
+        return cls._build(normalized, exotic)
+
+    @classmethod
+    def _build(cls, value: Any, exotic: bool) -> OverwriteStore:
+        if not isinstance(value, list):
+            raise CorruptStoreError(f"top level: expected a list, got {_kind(value)}")
+        store = cls()
+        for position, item in enumerate(value):
+            where = f"[{position}]"
+            message_index, body = _destructure(item, where, _ITEM)
+            if body is UNDEFINED:
+                raise CorruptStoreError(
+                    f"{where}: expected {_ITEM}, got {_kind(item)} of length {len(item)}"
+                )
+            edit_type, pairs = _destructure(body, f"{where}[1]", "[editType, blocks]")
+            blocks, odd_blocks = _new_map(pairs, f"{where}[1][1]")
+            key, odd_key = map_key(message_index)
+            store._entries[key] = _Entry(None if edit_type is UNDEFINED else edit_type, blocks)
+            exotic = exotic or odd_blocks or odd_key
+        store._exotic = exotic
+        store._counts = None
+        return store
+
+
+_ITEM = "[messageIndex, [editType, blocks]]"
+
+
+def _destructure(value: Any, where: str, shape: str) -> tuple[Any, Any]:
+    """JavaScript's ``const [a, b] = value``: any iterable (a list, or a string by code points)."""
+    if isinstance(value, list | str):
+        items = list(value[:2])
+        items += [UNDEFINED] * (2 - len(items))
+        return items[0], items[1]
+    if value is UNDEFINED:
+        raise CorruptStoreError(f"{where}: missing, expected {shape}")
+    raise CorruptStoreError(f"{where}: expected {shape}, got {_kind(value)}")
+
+
+def _new_map(pairs: Any, where: str) -> tuple[dict[Any, Any], bool]:
+    """JavaScript's ``new Map(pairs)``, and whether any key is exotic."""
+    blocks: dict[Any, Any] = {}
+    exotic = False
+    if pairs is UNDEFINED or pairs is None or pairs == "":
+        return blocks, exotic
+    if not isinstance(pairs, list):
+        raise CorruptStoreError(
+            f"{where}: expected a list of [blockIndex, updates], got {_kind(pairs)}"
+        )
+    for position, pair in enumerate(pairs):
+        if isinstance(pair, list):
+            key = pair[0] if pair else UNDEFINED
+            updates = pair[1] if len(pair) > 1 else None
+        elif isinstance(pair, dict):  # an object works too: its "0" and "1" properties
+            key = pair.get("0", UNDEFINED)
+            updates = pair.get("1")
+        else:
+            raise CorruptStoreError(
+                f"{where}[{position}]: expected [blockIndex, updates], got {_kind(pair)}"
+            )
+        block_key, odd = map_key(key)
+        blocks[block_key] = updates
+        exotic = exotic or odd
+    return blocks, exotic
+
+
+def _is_after(update: Any, timestamp: float) -> bool:
+    """JavaScript's ``update[0] > timestamp`` (a comparison with NaN is false)."""
+    if isinstance(update, list | str):  # a string's [0] is its first character
+        stamp = update[0] if update else UNDEFINED
+    elif isinstance(update, dict):
+        stamp = update.get("0", UNDEFINED)
+    else:
+        return False  # a number has no [0]; null would make the original throw
+    if type(stamp) is int:
+        return stamp > timestamp
+    return to_number(stamp) > timestamp
+
+
+def _record_key(index: Any) -> tuple[Any, bool]:
+    value, odd_value = normalize(index)  # refuses what JSON cannot hold; 2.0 becomes 2
+    key, odd_key = map_key(value)
+    return key, odd_value or odd_key
+
+
+def _lookup(index: Any) -> Any:
+    """The dict key an index is found under (``True`` must not find ``1``; a list finds nothing)."""
+    key, _ = map_key(index)
+    return key
+
+
+def _plain(key: Any) -> Any:
+    if isinstance(key, OpaqueKey):
+        return _clone(key.value)
+    return None if key is UNDEFINED else key
+
+
+_ABSENT = object()  # a block key with no updates yet
+
+
+def _count_key(edit_type: Any) -> Any:
+    """``edit_type`` as a key of the update counts (its repr when it cannot be one)."""
+    try:
+        hash(edit_type)
+    except TypeError:
+        return ("unhashable", repr(edit_type))
+    return edit_type
+
+
+def _typed(updates: Any) -> tuple[Update, ...]:
+    return tuple(Update.of(raw) for raw in updates) if isinstance(updates, list) else ()
+
+
+def _clone(value: Any) -> Any:
+    """A copy of a JSON value sharing no list or dict with it."""
+    if isinstance(value, list):
+        return [_clone(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _clone(item) for key, item in value.items()}
+    return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "an object"
+    return "a list" if isinstance(value, list) else type(value).__name__

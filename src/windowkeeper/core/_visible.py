@@ -1,0 +1,239 @@
+"""What is sent: the first pair, the visible rest, the store's overwrites applied, pairing repaired.
+
+This is the original's ``getTruncatedMessages`` with three deliberate fixes: the visible rest never
+starts before message 2 (fix 4), an overwrite lands on the block it was recorded for even after
+orphan tool_results were removed from the message (fix 3), and a message emptied by that removal
+says so instead of being sent empty (fix 6).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ._messages import Message, shared_prefix, with_block_content, with_block_text
+from ._notices import STRIPPED_RESULTS_NOTICE
+from ._overwrites import CONTENT, INPUT, OverwriteStore, Update
+from ._pairing import RepairMemo, ensure_tool_results_follow_tool_use
+from ._truncation import FIRST_KEPT, DeletedRange, visible_start
+
+__all__ = ["OverwriteMemo", "truncated_messages"]
+
+
+class OverwriteMemo:
+    """Remembers the edited copy of each message while the message and the store are unchanged.
+
+    Messages are treated as values (see :class:`windowkeeper.core._pairing.RepairMemo`); the store is
+    compared by identity and :attr:`OverwriteStore.revision`. Reusing the copies keeps what is
+    sent identical between requests, object for object. Not thread-safe; one per manager.
+    """
+
+    __slots__ = ("_copies", "_firsts", "_last", "_revision", "_store")
+
+    def __init__(self) -> None:
+        self._copies: dict[int, tuple[Message, Message]] = {}
+        self._firsts: dict[int, tuple[Message, tuple[Message, bool]]] = {}
+        self._last: tuple[int, list[Message], list[Message], bool] | None = None
+        self._store: OverwriteStore | None = None
+        self._revision = -1
+
+    def _current(self, store: OverwriteStore) -> None:
+        if self._store is not store or self._revision != store.revision:
+            self._copies = {}
+            self._firsts = {}
+            self._last = None
+            self._store = store
+            self._revision = store.revision
+
+    def visible(
+        self, history: Sequence[Message], start: int, store: OverwriteStore
+    ) -> tuple[list[Message], bool]:
+        """:func:`_visible`; when ``history`` extends the last call's, only the new part is done."""
+        self._current(store)
+        last = self._last
+        if last is not None and last[0] == start and start < len(last[1]) <= len(history):
+            done = len(last[1])
+            if shared_prefix(last[1], history) == done:
+                output = last[2] + [
+                    self.edited(message, store, index) if index in store else message
+                    for index, message in enumerate(history[done:], done)
+                ]
+                self._last = (start, list(history), output, last[3])
+                return list(output), last[3]
+        output, stripped = _visible(history, start, store, self)
+        self._last = (start, list(history), output, stripped)
+        return list(output), stripped
+
+    def first_visible(
+        self, message: Message, store: OverwriteStore, index: int
+    ) -> tuple[Message, bool]:
+        """:func:`_first_visible`, remembered while the message and the store are unchanged."""
+        self._current(store)
+        known = self._firsts.get(index)
+        if known is not None and known[0] is message:
+            return known[1]
+        result = _first_visible(message, store, index)
+        self._firsts[index] = (message, result)
+        return result
+
+    def edited(self, message: Message, store: OverwriteStore, index: int) -> Message:
+        """``message`` with the store's edits for ``index`` applied (a copy)."""
+        self._current(store)
+        known = self._copies.get(index)
+        if known is not None and known[0] is message:
+            return known[1]
+        edited = _with_overwrites(message, store, index, None)
+        self._copies[index] = (message, edited)
+        return edited
+
+
+def truncated_messages(
+    history: Sequence[Message],
+    deleted_range: DeletedRange | None,
+    store: OverwriteStore,
+    repairs: RepairMemo | None = None,
+    edits: OverwriteMemo | None = None,
+) -> list[Message]:
+    """The messages to send for ``history`` with ``deleted_range`` hidden and ``store`` applied.
+
+    ``repairs`` remembers pairing repairs between calls (an agent loop's requests overlap).
+    """
+    if len(history) <= 1:
+        return list(history)
+    start = max(visible_start(deleted_range), FIRST_KEPT)
+    if edits is not None:
+        output, stripped = edits.visible(history, start, store)
+    else:
+        output, stripped = _visible(history, start, store, None)
+    output = (
+        repairs.repair(output)
+        if repairs is not None
+        else ensure_tool_results_follow_tool_use(output)
+    )
+    if stripped and output[2].get("content") == []:
+        output[2] = {**output[2], "content": [{"type": "text", "text": STRIPPED_RESULTS_NOTICE}]}
+    return output
+
+
+def _visible(
+    history: Sequence[Message], start: int, store: OverwriteStore, edits: OverwriteMemo | None
+) -> tuple[list[Message], bool]:
+    """Messages 0-1 and the rest from ``start``, orphans removed and edits applied (no repair).
+
+    Also says whether the first message after the hidden range lost tool_results.
+    """
+    output: list[Message] = [history[0], history[1], *history[start:]]
+    stripped = False
+    first_hidden = start > FIRST_KEPT and len(output) > FIRST_KEPT
+    if first_hidden:
+        if edits is not None:
+            output[2], stripped = edits.first_visible(output[2], store, start)
+        else:
+            output[2], stripped = _first_visible(output[2], store, start)
+    if store:
+        # Visit the edited messages rather than every message. The original looks entries up
+        # by number, so only integer indices can match a message.
+        for index in store.message_indices():
+            if type(index) is not int or index < 0:
+                continue
+            if index < FIRST_KEPT:
+                position = index
+            elif start <= index < len(history):
+                position = index - start + FIRST_KEPT
+            else:
+                continue
+            if position == FIRST_KEPT and first_hidden:
+                continue  # done above, with the orphan removal
+            message = output[position]
+            if edits is not None:
+                output[position] = edits.edited(message, store, index)
+            else:
+                output[position] = _with_overwrites(message, store, index, None)
+    return output, stripped
+
+
+def _first_visible(message: Message, store: OverwriteStore, index: int) -> tuple[Message, bool]:
+    """The first message after the hidden range, as sent, and whether tool_results were removed.
+
+    Its tool_results answer calls in the hidden range, so they are removed (the provider would
+    reject them as orphans); the store's edits then land on the blocks they were recorded for
+    (deliberate fix 3).
+    """
+    stripped = _without_tool_results(message)
+    if stripped is None:
+        edited = _with_overwrites(message, store, index, None) if index in store else message
+        return edited, False
+    without, positions = stripped
+    if index in store:
+        without = _with_overwrites(without, store, index, positions)
+    return without, True
+
+
+def _without_tool_results(message: Message) -> tuple[Message, dict[int, int]] | None:
+    """A user message with its tool_result blocks removed, and where the other blocks moved.
+
+    None when the message is not a user message with list content holding a tool_result. Their
+    tool_use sits in the hidden range, so the provider would reject them as orphans.
+    """
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, list):
+        return None
+    if not any(_is_tool_result(block) for block in content):
+        return None
+    kept: list[Any] = []
+    positions: dict[int, int] = {}
+    for old, block in enumerate(content):
+        if not _is_tool_result(block):
+            positions[old] = len(kept)
+            kept.append(block)
+    return {**message, "content": kept}, positions
+
+
+def _is_tool_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+def _with_input(block: Any, text: str) -> Any:
+    """A copy of a tool_use block with the input stored as JSON text; other blocks unchanged."""
+    if not isinstance(block, dict) or block.get("type") != "tool_use":
+        return block
+    try:
+        tool_input = json.loads(text)
+    except ValueError:
+        return block
+    return {**block, "input": tool_input}
+
+
+_SETTERS = {CONTENT: with_block_content, INPUT: _with_input}
+
+
+def _with_overwrites(
+    message: Message, store: OverwriteStore, index: int, positions: dict[int, int] | None
+) -> Message:
+    """A copy of ``message`` with the effective update of each stored block applied."""
+    content = message.get("content")
+    if not isinstance(content, list):
+        return dict(message)
+    new_content: list[Any] | None = None
+    for block_index, updates in store.block_updates(index):
+        if not updates:
+            continue
+        latest = Update.of(updates[-1])
+        text = latest.new_text
+        if text is None:
+            continue
+        target = block_index if positions is None else positions.get(block_index)
+        if (
+            not isinstance(target, int)
+            or isinstance(target, bool)
+            or not 0 <= target < len(content)
+        ):
+            continue
+        current = new_content if new_content is not None else content
+        block = _SETTERS.get(latest.kind, with_block_text)(current[target], text)
+        if block is not current[target]:
+            if new_content is None:
+                new_content = list(content)
+            new_content[target] = block
+    return {**message, "content": new_content if new_content is not None else list(content)}

@@ -1,0 +1,272 @@
+"""windowkeeper's duplicate-read detector: every block, Cline headers and native tool calls.
+
+The original looks for a tool header only in block 0 of a user message. Agents with native and
+parallel tool calls put several results in one message, and many never write Cline's headers
+at all: their reads are tool_use blocks (``Read``, ``read_file``, ``str_replace_editor view``...)
+answered by tool_result blocks. :class:`NativeReadDetector` finds both, in every block, keyed by
+a normalized path, and replaces an older copy only when its notice is shorter than the copy.
+
+A replaced tool_result keeps its block and ``tool_use_id`` (only its content changes), so pairing
+never breaks; the notice names the file and says that a newer copy follows.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..core._file_reads import (
+    _EDIT_TOOLS,
+    _FINAL_CONTENT,
+    _HEADER,
+    ReadScan,
+    Sighting,
+    _replaced_paths,
+    _scan_mentions,
+)
+from ..core._messages import Message, block_text, tool_calls_before, utf16_len
+from ..core._overwrites import CONTENT, TEXT, EditType, OverwriteStore
+from ._shell_reads import shell_read_path
+
+__all__ = ["DEFAULT_READ_TOOLS", "DEFAULT_SHELL_TOOLS", "NativeReadDetector", "normalize_path"]
+
+DEFAULT_READ_TOOLS: Mapping[str, tuple[str, ...]] = {
+    "read_file": (
+        "path",
+        "file_path",
+        "target_file",
+        "absolute_path",
+        "filePath",
+    ),  # Cline, generic
+    "Read": ("file_path",),  # Claude Code
+    "view": ("path",),
+    "view_file": ("path", "file_path"),
+    "open_file": ("path", "file_path"),
+    "str_replace_editor": ("path",),  # SWE-agent, OpenHands: only with command "view"
+    "str_replace_based_edit_tool": ("path",),  # Anthropic's text editor tool: command "view"
+    "text_editor": ("path",),
+}
+"""Tool name -> input keys that may hold the path, for tools whose result is a file's contents."""
+
+DEFAULT_SHELL_TOOLS: Mapping[str, str] = {
+    "execute_command": "command",  # Cline
+    "Bash": "command",  # Claude Code
+    "shell": "command",  # Codex
+    "local_shell": "command",  # Codex
+    "run_shell_command": "command",  # Gemini CLI
+    "execute_bash": "command",  # OpenHands
+    "bash": "command",  # SWE-agent and generic
+}
+"""Tool name -> the input key of its command, for tools that run a shell command: their result
+is a file's contents when the command is an unambiguous read (``cat FILE``, ``sed -n 1,80p FILE``,
+``head``/``tail FILE``, SWE-agent's ``open FILE``; see :func:`~windowkeeper.session._shell_reads.shell_read_path`)."""
+
+_VIEW_COMMAND_TOOLS = frozenset(
+    {"str_replace_editor", "str_replace_based_edit_tool", "text_editor"}
+)
+
+
+def normalize_path(path: str) -> str:
+    """One key for one file: forward slashes, no ``.`` or ``..`` segments, no leading ``./``."""
+    cleaned = posixpath.normpath(path.strip().replace("\\", "/"))
+    return cleaned[2:] if cleaned.startswith("./") else cleaned
+
+
+def notice_for(path: str, latest_index: int) -> str:
+    """What replaces an older copy of ``path``: the file, and that a newer copy follows.
+
+    It names no message index: once the middle of the history is hidden, an index into the full
+    history means nothing to the model. ``latest_index`` is kept for detectors that want it.
+    """
+    del latest_index
+    return (
+        f"[windowkeeper: an older copy of '{path}' was removed here to save context; a newer"
+        " copy of the file appears further down in this conversation.]"
+    )
+
+
+@dataclass(slots=True)
+class _Copy:
+    sighting: Sighting
+    size: int  # UTF-16 length of what the replacement replaces
+    prefix: str = ""  # kept before the notice (a Cline header, or text before a file's contents)
+    suffix: str = ""  # kept after the notice (the closing tag and what follows it)
+
+
+@dataclass
+class NativeReadDetector:
+    """Finds copies of files in every block of user messages: Cline text headers and native reads.
+
+    ``read_tools`` maps a tool name to the input keys that may hold its path (see
+    :data:`DEFAULT_READ_TOOLS`); editor tools count only with ``command == "view"``.
+    ``shell_tools`` maps a shell tool to the input key of its command (see
+    :data:`DEFAULT_SHELL_TOOLS`): a command that only reads one file counts as a read of it. File
+    mentions (``<file_content path=...>``) are found as by the original, in any block.
+    """
+
+    read_tools: Mapping[str, Sequence[str]] = field(
+        default_factory=lambda: dict(DEFAULT_READ_TOOLS)
+    )
+    shell_tools: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SHELL_TOOLS))
+
+    def scan(self, history: Sequence[Message], start_index: int, store: OverwriteStore) -> ReadScan:
+        """The copies to replace per path, oldest first, then the latest copy of each path.
+
+        An older copy read by a tool is listed only when its notice is shorter than what it
+        replaces; file mentions are replaced as by the original.
+        """
+        mentions = ReadScan()
+        copies = self._copies(history, start_index, store, mentions)
+        result = ReadScan(mention_paths=mentions.mention_paths)
+        for path in {**copies, **mentions.reads}:
+            found: list[tuple[int, int, _Copy | Sighting]] = [
+                (c.sighting.message_index, c.sighting.block_index, c) for c in copies.get(path, [])
+            ]
+            found += [(s.message_index, s.block_index, s) for s in mentions.reads.get(path, [])]
+            found.sort(key=lambda item: (item[0], item[1]))
+            latest = found[-1][0]
+            for _, _, older in found[:-1]:
+                if isinstance(older, Sighting):
+                    result.add(path, older)
+                    continue
+                text = f"{older.prefix}{notice_for(path, latest)}{older.suffix}"
+                if utf16_len(text) < older.size:
+                    result.add(path, replace(older.sighting, replacement=text))
+            last = found[-1][2]
+            result.add(path, last if isinstance(last, Sighting) else last.sighting)
+        return result
+
+    def copies(
+        self, history: Sequence[Message], start_index: int, store: OverwriteStore
+    ) -> dict[str, list[tuple[int, int]]]:
+        """Every unreplaced copy found, per normalized path: ``(message index, block index)``."""
+        mentions = ReadScan()
+        found: dict[str, list[tuple[int, int]]] = {
+            path: [(c.sighting.message_index, c.sighting.block_index) for c in sightings]
+            for path, sightings in self._copies(history, start_index, store, mentions).items()
+        }
+        for path, sightings in mentions.reads.items():
+            found.setdefault(path, []).extend((s.message_index, s.block_index) for s in sightings)
+            found[path].sort()
+        return found
+
+    def _copies(
+        self,
+        history: Sequence[Message],
+        start_index: int,
+        store: OverwriteStore,
+        mentions: ReadScan,
+    ) -> dict[str, list[_Copy]]:
+        copies: dict[str, list[_Copy]] = {}
+        for index in range(max(start_index, 0), len(history)):
+            message = history[index]
+            content = message.get("content")
+            if message.get("role") != "user" or not isinstance(content, list) or not content:
+                continue
+            calls = tool_calls_before(history, index)
+            for position, block in enumerate(content):
+                if store.latest(index, position) is not None:
+                    continue  # already replaced: an older copy of something
+                found = self._copy_in(block, position, index, calls, content)
+                if found is not None:
+                    path, copy = found
+                    copies.setdefault(path, []).append(copy)
+            self._mentions(mentions, index, content, store)
+        return copies
+
+    def _copy_in(
+        self,
+        block: Any,
+        position: int,
+        index: int,
+        calls: Mapping[Any, dict[str, Any]],
+        content: list[Any],
+    ) -> tuple[str, _Copy] | None:
+        if not isinstance(block, dict):
+            return None
+        kind = block.get("type")
+        text = block_text(block)
+        if text is None and kind == "tool_result" and isinstance(block.get("content"), str):
+            text = block["content"] or None
+        if text is not None:
+            header = _header_copy(text, block, position, index, content)
+            if header is not None:
+                return header
+        if kind != "tool_result":
+            return None
+        call = calls.get(block.get("tool_use_id"))
+        if call is None:
+            return None
+        path = self._read_path(call.get("name"), call.get("input"))
+        if path is None:
+            return None
+        update_kind = (
+            TEXT if isinstance(block.get("content"), list) and text is not None else CONTENT
+        )
+        size = utf16_len(text) if text is not None else 0
+        sighting = Sighting(index, EditType.READ_FILE_TOOL, "", "", position, update_kind)
+        return normalize_path(path), _Copy(sighting, size)
+
+    def _read_path(self, name: Any, tool_input: Any) -> str | None:
+        if not isinstance(tool_input, dict):
+            return None
+        shell_key = self.shell_tools.get(name) if isinstance(name, str) else None
+        if shell_key is not None:  # a read through the shell, when the command is unambiguous
+            command = tool_input.get(shell_key)
+            return shell_read_path(command) if isinstance(command, str | list) else None
+        keys = self.read_tools.get(name) if isinstance(name, str) else None
+        if keys is None:
+            return None
+        if name in _VIEW_COMMAND_TOOLS and tool_input.get("command") != "view":
+            return None
+        for key in keys:
+            value = tool_input.get(key)
+            if isinstance(value, str) and value:
+                return value
+        return None
+
+    @staticmethod
+    def _mentions(result: ReadScan, index: int, content: list[Any], store: OverwriteStore) -> None:
+        """File mentions, as the original finds them, in messages no other edit touched."""
+        already: list[Any] = []
+        if index in store:
+            if store.edit_type(index) != EditType.FILE_MENTION:
+                return
+            replaced = _replaced_paths(store.first_block_latest(index))
+            if replaced is None:
+                return
+            already = replaced
+        _scan_mentions(result, index, content, already, blocks=len(content), key=normalize_path)
+
+
+def _header_copy(
+    text: str, block: dict[str, Any], position: int, index: int, content: list[Any]
+) -> tuple[str, _Copy] | None:
+    """A copy announced by a Cline header: ``[read_file for 'p'] Result:`` and the edit tools."""
+    match = _HEADER.match(text)
+    if match is None:
+        return None
+    tool, path, header = match.group(1), match.group(2), match.group(0)
+    string_result = block.get("type") == "tool_result" and isinstance(block.get("content"), str)
+    kind = CONTENT if string_result else TEXT
+    if tool == "read_file":
+        if text == header:  # the old layout: the contents follow in the next block
+            following = content[position + 1] if position + 1 < len(content) else None
+            body = block_text(following)
+            if body is None:
+                return None
+            sighting = Sighting(index, EditType.READ_FILE_TOOL, "", "", position + 1, TEXT)
+            return normalize_path(path), _Copy(sighting, utf16_len(body))
+        sighting = Sighting(index, EditType.READ_FILE_TOOL, "", "", position, kind)
+        return normalize_path(path), _Copy(sighting, utf16_len(text), prefix=f"{header}\n")
+    if tool in _EDIT_TOOLS:
+        final = _FINAL_CONTENT.search(text)
+        if final is None:
+            return None
+        sighting = Sighting(index, EditType.ALTER_FILE_TOOL, "", "", position, kind)
+        prefix = f"{text[: final.end(1)]} "
+        suffix = f" {text[final.start(2) :]}"
+        return normalize_path(path), _Copy(sighting, utf16_len(text), prefix, suffix)
+    return None

@@ -1,0 +1,1014 @@
+"""ContextSession: the per-turn object an agent loop holds for one task.
+
+It owns the full history, the deleted range, a :class:`~windowkeeper.cline._manager.ContextManager`, the
+model's window and, optionally, a task folder where all of it persists, so that re-opening the
+folder resumes exactly. Each turn::
+
+    session.append(user_message)
+    prepared = session.prepare(system=SYSTEM, tools=TOOLS, max_output_tokens=4096)
+    reply = client.messages.create(messages=prepared.messages, ...)
+    session.record_usage(reply.usage)
+    session.append({"role": "assistant", "content": reply.content})
+
+``prepare`` first makes the original's decision from the usage the provider reported for the
+previous request, then checks the request it is about to return (pre-flight): when the estimate
+exceeds ``max_allowed_size`` it applies the original's remedies (duplicate-read replacement, then
+truncation) until it fits, clips oversized results of the newest turn as a last resort, and raises
+:class:`~windowkeeper.ContextOverflowError` only when nothing can make it fit.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from .._errors import (
+    ConfigurationError,
+    ContextOverflowError,
+    InvalidRangeError,
+    MalformedMessageError,
+    TaskFolderError,
+)
+from ..cline._manager import ContextManager
+from ..core._file_reads import ReadDetector
+from ..core._inputs import check_json_value, check_session_message
+from ..core._messages import Message, shared_prefix
+from ..core._notices import TRUNCATION_NOTICE
+from ..core._overwrites import CorruptStoreError, OverwriteStore
+from ..core._pairing import OrphanResults
+from ..core._truncation import DeletedRange, Keep, check_range, next_range, visible_start
+from ..core._usage import TokenUsage
+from ..core._window import ContextWindowInfo, context_window_info
+from ..formats import from_anthropic, responses
+from ..formats._wire import Repair, WireShaper, anthropic_message, openai_message
+from ..storage import Commit, SessionStore, TaskFolderStore
+from ._alternation import RoleMerger, merge_same_roles
+from ._clipping import MIN_KEPT_CHARS, Clip, apply_clips, clippable_blocks
+from ._masking import mask_old_context
+from ._models import model_window
+from ._native_reads import NativeReadDetector
+from ._native_results import ResultPlacer
+from ._openai_history import OpenAIHistory, OpenAIShaper
+from ._sdk import message_from_sdk, usage_from_sdk
+from ._tokens import CalibratedEstimator, TokenCounter
+from ._tool_ids import UniqueToolIds
+
+__all__ = [
+    "Checkpoint",
+    "ContextSession",
+    "Prepared",
+    "Synced",
+    "finish_request",
+    "place_truncation_notice",
+]
+
+HISTORY_FILE = "api_conversation_history.json"
+_STATE_VERSION = 1
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """The request to send, and what the session did to build it.
+
+    ``messages`` belong to the caller: they are fresh objects down to each block (and a
+    tool_result's inner blocks), so setting ``cache_control`` on them changes nothing the
+    session holds; deeper values (tool inputs, image sources) are shared and read-only.
+    """
+
+    messages: list[Message]
+    deleted_range: DeletedRange | None
+    range_changed: bool  # the range grew while preparing this request
+    replaced_reads: int  # messages whose older file copies were replaced while preparing
+    estimated_tokens: int  # messages + system + tools + reserved output, by the session's counter
+    max_allowed_size: float
+    preflight_acted: bool  # the estimate exceeded the limit, so the session shrank the request
+    clipped: tuple[Clip, ...] = ()  # clips added while preparing (on arrival or to fit)
+    ignored_stale_usage: bool = False  # usage described a context that no longer exists
+    repairs: tuple[Repair, ...] = ()  # what was changed so the provider accepts the request
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """A point to roll back to: the history length and everything the session had decided."""
+
+    history_length: int
+    deleted_range: DeletedRange | None
+    timestamp: int
+    clips: tuple[Clip, ...]
+    store_json: str  # the overwrite store as the original serializes it
+    usage: TokenUsage | None = None
+    usage_timestamp: int = 0
+    usage_generation: int = -1
+    generation: int = 0
+    counter_state: object = None  # the counter's snapshot(), when it has one
+
+
+@dataclass(frozen=True, slots=True)
+class Synced:
+    """What :meth:`ContextSession.sync` did: messages kept, appended and dropped."""
+
+    kept: int
+    appended: int
+    dropped: int = 0  # messages past the common prefix, cut with their decisions
+    restarted: bool = False  # the first message differed: the task started over
+
+
+def _entry_index(entry: Any) -> int:
+    """The message index of a store entry in the original's JSON layout (odd ones sort last)."""
+    index = entry[0] if isinstance(entry, list) and entry else None
+    return index if isinstance(index, int) and not isinstance(index, bool) else 10**12
+
+
+@dataclass(slots=True)
+class _LastRequest:
+    messages: list[Message]
+    system: Any
+    tools: Sequence[Mapping[str, Any]] | None
+    timestamp: int
+    generation: int
+
+
+@dataclass(slots=True)
+class _State:
+    deleted_range: DeletedRange | None = None
+    generation: int = 0  # bumped whenever the range grows: older usage becomes stale
+    last_timestamp: int = 0
+    usage: TokenUsage | None = None
+    usage_timestamp: int = 0
+    usage_generation: int = -1
+    clips: list[Clip] = field(default_factory=list)
+
+    def copy(self) -> _State:
+        return replace(self, clips=list(self.clips))
+
+
+def _window(
+    context_window: Any, model: Any
+) -> ContextWindowInfo:  # the window a session is given, checked
+    if model is not None and not isinstance(model, str):
+        raise ConfigurationError(f"model must be a model id string, got {type(model).__name__}")
+    if isinstance(context_window, ContextWindowInfo):
+        return context_window
+    if context_window is None:
+        return model_window(model) if model is not None else context_window_info(None)
+    if isinstance(context_window, str):
+        raise ConfigurationError(
+            f"context_window must be a number of tokens, got the string {context_window!r}"
+            " (to look a model up, pass model=...)"
+        )
+    if isinstance(context_window, bool) or not isinstance(context_window, int):
+        raise ConfigurationError(
+            f"context_window must be an int or a ContextWindowInfo, got {type(context_window).__name__}"
+        )
+    if context_window <= 0:
+        raise ConfigurationError(
+            f"context_window must be a positive number of tokens, got {context_window}"
+        )
+    return context_window_info(context_window)
+
+
+def _count_argument(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigurationError(f"{name} must be a non-negative int, got {value!r}")
+    return value
+
+
+def _check_system(system: Any) -> None:
+    if system is None or isinstance(system, str):
+        return
+    if isinstance(system, list):
+        for position, block in enumerate(system):
+            if not isinstance(block, dict) or block.get("type") != "text":
+                raise MalformedMessageError(f"system[{position}]", "expected a text block")
+            if not isinstance(block.get("text"), str):
+                raise MalformedMessageError(f"system[{position}].text", "expected a string")
+        return
+    raise MalformedMessageError(
+        "system", f"expected a string or a list of text blocks, got {type(system).__name__}"
+    )
+
+
+def _last_turn(history: Sequence[Message]) -> range:
+    """Indices of the newest turn: the user messages after the last assistant one (not 0-1)."""
+    start = len(history)
+    while start > 2 and history[start - 1].get("role") == "user":
+        start -= 1
+    return range(start, len(history))
+
+
+class ContextSession:
+    """One task's conversation, kept within ``context_window`` on every request.
+
+    ``context_window`` is an int (tokens) or a :class:`ContextWindowInfo`; without it, ``model``
+    looks the window up in the shipped model table (:func:`windowkeeper.model_window`: an unknown
+    model gets the original's 128 000 with an :class:`UnknownModelWarning`); ``counter`` estimates
+    request sizes (default: :class:`~windowkeeper.session._tokens.CalibratedEstimator`, calibrated from the
+    usage you record); ``detector`` finds duplicate reads (default:
+    :class:`~windowkeeper.session._native_reads.NativeReadDetector`, every block and native tool calls;
+    pass :class:`~windowkeeper.ClineReadDetector` for the original's); ``place_results`` sends
+    Cline's text-block tool results inside their tool_result blocks; ``max_result_share`` clips
+    any result of the newest turn larger than that share of the limit as it arrives (keeping its
+    head and tail; None never clips on arrival); when a request must shrink, tool outputs older
+    than the last ``mask_keep_recent`` are masked first (None never masks), and the session shrinks
+    it to ``shrink_target`` of the limit, so that shrinking, which costs prompt-cache reuse, is rare;
+    ``task_dir`` persists everything: each call that changes the session (``append``, ``extend``,
+    ``record_usage``, ``prepare``, ``rollback``) has written it when it returns, so reopening the
+    folder resumes exactly where the last call left; ``clock`` returns milliseconds since the
+    epoch (injectable for tests).
+
+    Bad arguments raise :class:`~windowkeeper.ConfigurationError` naming them. Not thread-safe:
+    one session per task. Sessions share nothing mutable with each other.
+    """
+
+    def __init__(
+        self,
+        context_window: int | ContextWindowInfo | None = None,
+        *,
+        model: str | None = None,
+        task_dir: str | os.PathLike[str] | None = None,
+        store: SessionStore | None = None,
+        counter: TokenCounter | None = None,
+        detector: ReadDetector | None = None,
+        max_output_tokens: int = 0,
+        place_results: bool = True,
+        max_result_share: float | None = 0.25,
+        mask_keep_recent: int | None = 2,
+        shrink_target: float = 0.6,
+        format: Literal["anthropic", "openai", "responses"] = "anthropic",
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        self._info = _window(context_window, model)
+        if task_dir is not None and store is not None:
+            raise ConfigurationError("give task_dir or store, not both")
+        self._backend: SessionStore | None = (
+            TaskFolderStore(task_dir) if task_dir is not None else store
+        )
+        if self._backend is not None and not isinstance(self._backend, SessionStore):
+            raise ConfigurationError(
+                f"store must be a SessionStore (load, commit, close), got {type(store).__name__}"
+            )
+        self._counter: TokenCounter = counter if counter is not None else CalibratedEstimator()
+        self._manager = ContextManager(
+            detector=detector if detector is not None else NativeReadDetector()
+        )
+        self._placer = ResultPlacer() if place_results else None
+        self._ids = UniqueToolIds()
+        self._clip_memo: dict[Clip, tuple[Message, Message]] = {}
+        self._merger = RoleMerger()
+        self._orphans = OrphanResults()
+        self._orphaned: tuple[Repair, ...] = ()
+        self._noticed: tuple[Message, Message] | None = None
+        if max_result_share is not None and not (
+            isinstance(max_result_share, int | float) and 0 < max_result_share <= 1
+        ):
+            raise ConfigurationError(
+                f"max_result_share must be in (0, 1] or None, got {max_result_share!r}"
+            )
+        self._max_result_share = max_result_share
+        if mask_keep_recent is not None:
+            _count_argument("mask_keep_recent", mask_keep_recent)
+        if not (isinstance(shrink_target, int | float) and 0 < shrink_target <= 1):
+            raise ConfigurationError(f"shrink_target must be in (0, 1], got {shrink_target!r}")
+        self._mask_keep_recent = mask_keep_recent
+        self._shrink_target = shrink_target
+        self._max_output_tokens = _count_argument("max_output_tokens", max_output_tokens)
+        self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
+        if format not in ("anthropic", "openai", "responses"):
+            raise ConfigurationError(
+                f"format must be 'anthropic', 'openai' or 'responses', got {format!r}"
+            )
+        self._format = format
+        self._history: list[Message] = []
+        dialect: Literal["chat", "responses"] = "responses" if format == "responses" else "chat"
+        self._dialect = dialect
+        self._openai = OpenAIHistory(dialect=dialect) if format != "anthropic" else None
+        self._to_openai = OpenAIShaper(
+            responses.from_anthropic if format == "responses" else from_anthropic
+        )
+        shapes = {
+            "anthropic": anthropic_message,
+            "openai": openai_message,
+            "responses": responses.responses_item,
+        }
+        self._wire = WireShaper(shapes[format])
+        self._state = _State()
+        self._last: _LastRequest | None = None
+        self._version = 0  # of what the backend holds
+        # The history as the backend holds it: a list and how many of its messages; the list is
+        # never changed below that length (the session appends to it or replaces it), so no copy.
+        self._committed: tuple[list[Message], int] = ([], 0)
+        self._committed_store: tuple[OverwriteStore, int] | None = None  # (store, revision)
+        if self._backend is not None:
+            self._load(self._backend)
+
+    # -- what the session holds ------------------------------------------------------------
+
+    @property
+    def history(self) -> list[Message]:
+        """A copy of the full history, in the session's format (messages shared, never modified)."""
+        return self._openai.messages if self._openai is not None else list(self._history)
+
+    @property
+    def deleted_range(self) -> DeletedRange | None:
+        """The inclusive range of history indices hidden from requests, or None."""
+        return self._state.deleted_range
+
+    @deleted_range.setter
+    def deleted_range(self, value: DeletedRange | None) -> None:
+        # For flows that hide history themselves, as Cline's summarize and condense tools do.
+        checked = check_range(value)
+        self._sync()
+        if checked is not None and checked[1] >= len(self._history):
+            raise InvalidRangeError(
+                f"deleted_range {checked} reaches past the history's {len(self._history)} messages"
+            )
+        state = self._state.copy()
+        state.deleted_range = checked
+        self._commit(state)
+        self._state = state
+
+    @property
+    def window(self) -> ContextWindowInfo:
+        """The model's window and the limit requests are kept under."""
+        return self._info
+
+    @window.setter
+    def window(self, value: int | ContextWindowInfo) -> None:
+        # A model switch: the next decision uses the new limit, as in the original.
+        self._info = _window(value, None)
+
+    @property
+    def manager(self) -> ContextManager:
+        """The underlying manager (its store holds every content edit)."""
+        return self._manager
+
+    # -- feeding the session ---------------------------------------------------------------
+
+    def append(self, message: Message | Any) -> None:
+        """Add a message (a dict, or an SDK reply object), checked; persisted with ``task_dir``.
+
+        A dict is kept as it is (never modified, not copied); an SDK object (an Anthropic
+        ``Message``, an OpenAI ``ChatCompletion`` or its message) is read into a dict first
+        (:func:`windowkeeper.session._sdk.message_from_sdk`).
+        """
+        self.extend([message])
+
+    def extend(self, messages: Iterable[Message | Any]) -> None:
+        """Add several messages: all are checked before any is added, then persisted.
+
+        Raises :class:`~windowkeeper.MalformedMessageError` naming the first message that a
+        provider or the task folder could not take (see :mod:`windowkeeper.core._inputs`); the first
+        message of a conversation must be a user message (the task).
+        """
+        batch = [message_from_sdk(message) for message in messages]
+        if not batch:
+            return
+        if self._openai is not None:
+            for offset, message in enumerate(batch):
+                check_json_value(message, f"history[{len(self._openai) + offset}]")
+            self._openai.extend(batch)
+            try:
+                self._sync()
+                self._check_first(self._history, "history")
+                self._commit(self._state)
+            except BaseException:
+                self._openai.cut(len(self._openai) - len(batch))
+                self._sync()
+                raise
+        else:
+            start = len(self._history)
+            for offset, message in enumerate(batch):
+                check_session_message(message, f"history[{start + offset}]")
+            self._check_first([*self._history[:1], *batch[:1]], "history")
+            self._history.extend(batch)
+            try:
+                self._commit(self._state)
+            except BaseException:
+                del self._history[start:]
+                raise
+
+    @staticmethod
+    def _check_first(history: Sequence[Message], name: str) -> None:
+        if history and history[0].get("role") != "user":
+            raise MalformedMessageError(
+                f"{name}[0].role", "the first message must be a user message (the task)"
+            )
+
+    def _sync(self) -> Any:
+        """Bring the Anthropic-shaped history up to date; the system prompt of an OpenAI history."""
+        if self._openai is None:
+            return None
+        self._history, system = self._openai.anthropic()
+        return system
+
+    def sync(self, messages: Iterable[Message | Any]) -> Synced:
+        """Make the history ``messages`` (the whole conversation, as a framework holds it).
+
+        The one entry point for frameworks, which hand their hook the full message list on
+        every model call. When ``messages`` extends the history, only the new suffix is
+        appended (the usual case). When it differs inside the history (an edit, a fork, the
+        framework's own trimming), the history is cut back to the longest common prefix and
+        the rest appended: every decision about a message past the cut (store edits, clips, the
+        part of the hidden range past it, the last usage) is dropped with it, as a rollback
+        would, so two histories are never mixed. A different first message starts the task
+        over. Messages compare by value, SDK objects read as by :meth:`append`.
+        """
+        wanted = [message_from_sdk(message) for message in messages]
+        if self._format == "openai":
+            wanted = OpenAIHistory.canonical(wanted)
+        current = self._openai.messages if self._openai is not None else list(self._history)
+        known = len(current)
+        if len(wanted) >= known and all(map(operator.eq, current, wanted[:known])):
+            self.extend(wanted[known:])
+            return Synced(kept=known, appended=len(wanted) - known)
+        common = next(
+            (i for i, (old, new) in enumerate(zip(current, wanted, strict=False)) if old != new),
+            min(len(current), len(wanted)),
+        )
+        self._cut(common)
+        self.extend(wanted[common:])
+        return Synced(
+            kept=common,
+            appended=len(wanted) - common,
+            dropped=len(current) - common,
+            restarted=common == 0,
+        )
+
+    def _cut(self, length: int) -> None:
+        """Cut the history to ``length`` messages and forget every decision past the cut."""
+        self._sync()
+        state = self._state.copy()
+        if self._openai is not None:
+            self._openai.cut(length)
+            self._sync()
+            kept = len(self._history)
+        else:
+            self._history = self._history[:length]
+            kept = length
+        if state.deleted_range is not None and state.deleted_range[1] >= kept - 1:
+            start = state.deleted_range[0]
+            state.deleted_range = (start, kept - 2) if kept - 2 >= start else None
+        state.clips = [clip for clip in state.clips if clip.message_index < kept]
+        state.usage = None
+        state.generation += 1
+        store = OverwriteStore.from_json_value(
+            [entry for entry in self._manager.store.to_json_value() if _entry_index(entry) < kept]
+        )
+        self._commit(state, store)
+        self._ids.reset()
+        self._state = state
+        self._last = None
+        self._manager.store = store
+
+    def record_usage(self, usage: Any, *, timestamp: int | None = None) -> None:
+        """What the provider reported for the last prepared request.
+
+        Accepts a :class:`TokenUsage` or an Anthropic or OpenAI usage object or dict, checked
+        before anything is kept. It teaches the counter the real size of that request and drives
+        the next decision, unless the range has grown since that request was prepared (then the
+        usage is stale and ignored). ``timestamp`` overrides when that request was sent (ms).
+        """
+        parsed = usage_from_sdk(usage)
+        if timestamp is not None:
+            _count_argument("timestamp", timestamp)
+        last = self._last
+        generation = last.generation if last is not None else self._state.generation
+        sent_at = timestamp if timestamp is not None else (last.timestamp if last else self._tick())
+        state = self._state.copy()
+        state.usage = parsed
+        state.usage_timestamp = sent_at
+        state.usage_generation = generation
+        self._commit(state)
+        self._state = state
+        if last is not None:
+            reported = parsed.tokens_in + parsed.cache_writes + parsed.cache_reads
+            self._counter.observe(
+                last.messages, system=last.system, tools=last.tools, reported_input_tokens=reported
+            )
+
+    # -- building a request ----------------------------------------------------------------
+
+    def prepare(
+        self,
+        *,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_output_tokens: int | None = None,
+    ) -> Prepared:
+        """The messages to send now, within the window, and what was done to get them.
+
+        With ``format="openai"`` the messages come back in OpenAI's shape, system messages
+        included, and ``system`` defaults to the history's own system messages for the estimate.
+        Raises :class:`~windowkeeper.ContextOverflowError` when nothing can make the request fit;
+        the session is then left exactly as it was before the call.
+        """
+        openai_system = self._sync()
+        if not self._history:
+            raise MalformedMessageError("history", "no messages to send: append the task first")
+        if system is None:
+            system = openai_system
+        _check_system(system)
+        if tools is not None and (
+            isinstance(tools, str | bytes | Mapping)
+            or not isinstance(tools, Sequence)
+            or not all(isinstance(tool, Mapping) for tool in tools)
+        ):
+            raise ConfigurationError("tools must be a list of tool definition dicts")
+        reserve = self._max_output_tokens
+        if max_output_tokens is not None:
+            reserve = _count_argument("max_output_tokens", max_output_tokens)
+        before = self._state.copy()
+        store = self._manager.store
+        store.open_journal()
+        try:
+            prepared = self._prepare(system, tools, reserve)
+        except BaseException:
+            store.undo_journal()
+            self._state = before
+            raise
+        store.close_journal()
+        return prepared
+
+    def _prepare(
+        self, system: Any, tools: Sequence[Mapping[str, Any]] | None, reserve: int
+    ) -> Prepared:
+        now = self._tick()
+        state = self._state
+        clips: dict[tuple[int, int], Clip] = {}
+        view = self._view()
+        for arrived in self._arrival_clips(view):
+            clips[arrived.message_index, arrived.block_index] = arrived
+            state.clips.append(arrived)
+        if clips:
+            view = self._view()
+        usage = state.usage
+        stale = usage is not None and state.usage_generation != state.generation
+        self._manager.last_replaced = frozenset()
+        result = self._manager.get_new_context_messages_and_metadata(
+            view,
+            usage=None if stale else usage,
+            timestamp=state.usage_timestamp,  # edits are dated by the request, as in the original
+            context_window=self._info,
+            deleted_range=state.deleted_range,
+        )
+        replaced = set(self._manager.last_replaced)
+        range_changed = result.updated_deleted_range
+        if range_changed:
+            self._set_range(result.deleted_range)
+        messages = self._visible(result.truncated_history)
+        estimate = self._estimate(messages, system, tools, reserve)
+        limit = self._info.max_allowed_size
+        acted = estimate > limit
+        if acted:
+            changed, altered = self._manager.apply_context_optimizations(
+                view, visible_start(state.deleted_range), now
+            )
+            replaced |= altered
+            if changed:
+                messages = self._render(view)
+                estimate = self._estimate(messages, system, tools, reserve)
+            target = limit * self._shrink_target
+            if estimate > target and self._mask_keep_recent is not None:
+                masked = mask_old_context(
+                    view,
+                    visible_start(state.deleted_range),
+                    self._manager.store,
+                    now,
+                    self._mask_keep_recent,
+                )
+                if masked:
+                    messages = self._render(view)
+                    estimate = self._estimate(messages, system, tools, reserve)
+            # Each round hides more: a candidate that does not end later than the current range
+            # (next_range steps back over a run of user messages) ends the loop.
+            while estimate > target:
+                first = Keep.QUARTER if estimate / 2 > limit else Keep.HALF
+                current = state.deleted_range
+                end_now = current[1] if current is not None else 1
+                # The answer the newest turn replies to stays (its tool results are in it).
+                ceiling = _last_turn(view).start - 1
+                # On a short rest, half or a quarter may hide nothing: then all but the newest
+                # turn. A candidate that does not end later than the current range is no move.
+                candidate = next(
+                    (
+                        grown
+                        for keep in (first, Keep.QUARTER, Keep.LAST_TWO)
+                        if end_now < (grown := next_range(view, current, keep))[1] < ceiling
+                    ),
+                    None,
+                )
+                if candidate is None:
+                    break
+                self._manager._add_truncation_notice(now)
+                self._set_range(candidate)
+                range_changed = True
+                messages = self._render(view)
+                estimate = self._estimate(messages, system, tools, reserve)
+            # Each round keeps fewer characters of one block, down to MIN_KEPT_CHARS: it ends.
+            while estimate > limit:
+                tighter = self._next_clip(estimate, limit)
+                if tighter is None:
+                    raise ContextOverflowError(
+                        f"the smallest request this session can send is about {estimate:,} tokens"
+                        f" (including {reserve:,} reserved for output), over the limit of"
+                        f" {limit:,} for a {self._info.context_window:,}-token window",
+                        estimated_tokens=estimate,
+                        limit=limit,
+                    )
+                clips[tighter.message_index, tighter.block_index] = tighter
+                state.clips = [
+                    c
+                    for c in state.clips
+                    if (c.message_index, c.block_index)
+                    != (tighter.message_index, tighter.block_index)
+                ]
+                state.clips.append(tighter)
+                view = self._view()
+                messages = self._render(view)
+                estimate = self._estimate(messages, system, tools, reserve)
+        self._commit(state)
+        self._last = _LastRequest(messages, system, tools, now, state.generation)
+        sent = self._to_openai.to_openai(messages) if self._openai is not None else messages
+        wired, repairs = self._wire.shape(
+            sent, "input" if self._format == "responses" else "messages"
+        )
+        return Prepared(
+            messages=wired,
+            deleted_range=state.deleted_range,
+            range_changed=range_changed,
+            replaced_reads=len(replaced),
+            estimated_tokens=estimate,
+            max_allowed_size=limit,
+            preflight_acted=acted,
+            clipped=tuple(clips.values()),
+            ignored_stale_usage=stale,
+            repairs=self._id_repairs() + self._orphaned + repairs,
+        )
+
+    def _id_repairs(self) -> tuple[Repair, ...]:
+        """The renamed duplicate tool_use ids among the messages this request sends."""
+        start = visible_start(self._state.deleted_range)
+        return tuple(
+            Repair(
+                f"history[{index}].content[{position}].id",
+                f"a tool_use id used before: sent as {new!r}",
+            )
+            for index, renamed in sorted(self._ids.renamed().items())
+            if index < 2 or index >= start
+            for position, new in renamed.items()
+        )
+
+    def _estimate(
+        self,
+        messages: list[Message],
+        system: Any,
+        tools: Sequence[Mapping[str, Any]] | None,
+        reserve: int,
+    ) -> int:
+        return self._counter.count(messages, system=system, tools=tools) + reserve
+
+    def _render(self, view: list[Message]) -> list[Message]:
+        sent = self._manager.get_truncated_messages(view, self._state.deleted_range)
+        return self._visible(sent)
+
+    def _visible(self, sent: list[Message]) -> list[Message]:
+        # finish_request, remembering its work: the same first answer gets the same noticed copy,
+        # and only what is new since the last request is checked for runs of one role
+        placed = place_truncation_notice(sent, self._manager.store)
+        if placed is not sent:
+            known = self._noticed
+            if known is not None and known[0] is sent[1]:
+                placed[1] = known[1]
+            else:
+                self._noticed = (sent[1], placed[1])
+        merged = self._merger.merge(placed)
+        fixed = self._orphans.apply(merged)
+        self._orphaned = (
+            tuple(
+                Repair(f"messages[{position}]", "tool results whose call is not sent became text")
+                for position, (a, b) in enumerate(zip(merged, fixed, strict=True))
+                if a is not b
+            )
+            if any(map(operator.is_not, merged, fixed))
+            else ()
+        )
+        return fixed
+
+    def _next_clip(self, estimate: int, limit: float) -> Clip | None:
+        """A tighter clip that removes the excess, or None when nothing can be cut further.
+
+        The newest turn's largest result first (every user message after the last assistant
+        one: a tool result can be followed by the user's own text); when that is cut as far as
+        it goes, the largest block of any other message still sent (the first pair stays whole),
+        the last resort before the request cannot fit.
+        """
+        current = {(clip.message_index, clip.block_index): clip.kept for clip in self._state.clips}
+        # Four characters per token over-cuts for typical text; the caller re-estimates anyway.
+        excess_chars = int((estimate - limit) * 4) + 1
+        newest = _last_turn(self._history)
+        sent = range(max(visible_start(self._state.deleted_range), 2), newest.start)
+        for indices in (newest, sent):
+            candidates = [
+                (size, index, block_index)
+                for index in indices
+                for block_index, size in clippable_blocks(self._history[index])
+            ]
+            for size, index, block_index in sorted(candidates, reverse=True):
+                kept_now = min(size, current.get((index, block_index), size))
+                kept = max(MIN_KEPT_CHARS, kept_now - excess_chars)
+                if kept < kept_now:
+                    return Clip(index, block_index, kept)
+        return None
+
+    def _arrival_clips(self, view: list[Message]) -> list[Clip]:
+        """Clips for results of the newest turn that alone would take more than their share.
+
+        Clipping the newest message changes nothing already sent, so it costs no prompt-cache
+        reuse, and every later request is smaller for it. Sizes are in characters at a
+        conservative 3 characters a token.
+        """
+        share = self._max_result_share
+        if share is None:
+            return []
+        clipped = {clip.message_index for clip in self._state.clips}
+        budget = max(MIN_KEPT_CHARS, int(self._info.max_allowed_size * share * 3))
+        return [
+            Clip(index, block_index, budget)
+            for index in _last_turn(self._history)
+            if index not in clipped
+            for block_index, size in clippable_blocks(view[index])
+            if size > budget
+        ]
+
+    def _view(self) -> list[Message]:
+        """The history as the manager sees it: ids unique, text results placed, big ones clipped."""
+        view = self._ids.apply(self._history)
+        if self._placer is not None:
+            view = self._placer.place(view)
+        if not self._state.clips:
+            return view
+        return apply_clips(view, self._state.clips, self._clip_memo)
+
+    def _set_range(self, deleted_range: DeletedRange | None) -> None:
+        self._state.deleted_range = deleted_range
+        self._state.generation += 1
+
+    def _tick(self) -> int:
+        now = max(int(self._clock()), self._state.last_timestamp + 1)
+        self._state.last_timestamp = now
+        return now
+
+    # -- checkpoints -----------------------------------------------------------------------
+
+    def checkpoint(self) -> Checkpoint:
+        """Remember this point; :meth:`rollback` returns to it."""
+        state = self._state
+        snapshot = getattr(self._counter, "snapshot", None)
+        return Checkpoint(
+            history_length=len(self._openai) if self._openai is not None else len(self._history),
+            deleted_range=state.deleted_range,
+            timestamp=self._tick(),
+            clips=tuple(state.clips),
+            store_json=self._manager.context_history_json(),
+            usage=state.usage,
+            usage_timestamp=state.usage_timestamp,
+            usage_generation=state.usage_generation,
+            generation=state.generation,
+            counter_state=snapshot() if callable(snapshot) else None,
+        )
+
+    def rollback(self, checkpoint: Checkpoint) -> None:
+        """Return to ``checkpoint``: later messages, range growth, edits, clips and usage undone.
+
+        The store is restored from the checkpoint's copy rather than rolled back by timestamp:
+        edits decided from an earlier request's usage carry that request's (earlier) time. What
+        the counter learnt since is forgotten too (when it can ``restore``), so that the same
+        calls after a rollback give the same requests.
+        """
+        if not isinstance(checkpoint, Checkpoint):
+            raise ConfigurationError(
+                f"rollback takes a Checkpoint from checkpoint(), got {type(checkpoint).__name__}"
+            )
+        length = len(self._openai) if self._openai is not None else len(self._history)
+        if checkpoint.history_length > length:
+            raise ConfigurationError(
+                f"checkpoint holds {checkpoint.history_length} messages, the history only"
+                f" {length}: it belongs to another session or a rolled-back branch"
+            )
+        state = _State(
+            deleted_range=checkpoint.deleted_range,
+            generation=checkpoint.generation,
+            last_timestamp=self._state.last_timestamp,
+            usage=checkpoint.usage,
+            usage_timestamp=checkpoint.usage_timestamp,
+            usage_generation=checkpoint.usage_generation,
+            clips=list(checkpoint.clips),
+        )
+        store = OverwriteStore.from_json(checkpoint.store_json)
+        if self._openai is not None:
+            openai_before = self._openai.messages
+            self._openai.cut(checkpoint.history_length)
+            self._sync()
+        history_before = self._history
+        self._history = self._history[
+            : len(self._history) if self._openai else checkpoint.history_length
+        ]
+        try:
+            self._commit(state, store)
+        except BaseException:
+            self._history = history_before
+            if self._openai is not None:
+                self._openai = OpenAIHistory(openai_before, dialect=self._dialect)
+                self._sync()
+            raise
+        self._ids.reset()
+        self._state = state
+        self._last = None
+        restore = getattr(self._counter, "restore", None)
+        if checkpoint.counter_state is not None and callable(restore):
+            restore(checkpoint.counter_state)
+        self._manager.store = store
+
+    # -- persistence -----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the storage backend (a database connection); the session stays readable."""
+        if self._backend is not None:
+            self._backend.close()
+
+    def __enter__(self) -> ContextSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _commit(self, state: _State, store: OverwriteStore | None = None) -> None:
+        """Make the history, ``state`` and the store (``store`` or the manager's) durable together.
+
+        One commit of what changed since the last: the messages appended (or the cut back, after
+        a rollback), the state, and the store's JSON when it changed.
+        """
+        backend = self._backend
+        if backend is None:
+            return
+        store = store if store is not None else self._manager.store
+        history = self._history
+        committed, length = self._committed
+        keep = min(length, len(history))
+        if keep and (committed[keep - 1] is not history[keep - 1]):
+            keep = shared_prefix(committed[:length], history)
+        changed = self._committed_store != (store, store.revision)
+        commit = Commit(
+            base_version=self._version,
+            keep=keep,
+            append=history[keep:],
+            state=_state_value(state, len(history)),
+            store_json=store.to_json() if changed else None,
+        )
+        self._version = backend.commit(commit)
+        self._committed = (history, len(history))
+        self._committed_store = (store, store.revision)
+
+    def _load(self, backend: SessionStore) -> None:
+        snapshot = backend.load()
+        self._manager.last_load = getattr(backend, "last_load", None)
+        if snapshot is None:
+            return
+        history = snapshot.history
+        where = backend.name
+        try:
+            for index, message in enumerate(history):
+                check_session_message(message, f"{HISTORY_FILE}[{index}]")
+            self._check_first(history, HISTORY_FILE)
+        except MalformedMessageError as error:
+            raise TaskFolderError(f"{where}: {error}") from None
+        self._history = history
+        self._committed = (history, len(history))
+        self._version = snapshot.version
+        if self._openai is not None:
+            self._openai = OpenAIHistory(dialect=self._dialect)
+            self._openai.extend(self._openai.to_openai(history))
+            self._sync()
+        if snapshot.store_json is not None:
+            try:
+                self._manager.store = OverwriteStore.from_json(snapshot.store_json)
+            except CorruptStoreError as error:
+                raise TaskFolderError(f"{where}: the stored overwrite store: {error}") from None
+        self._committed_store = (self._manager.store, self._manager.store.revision)
+        if snapshot.store_json is None:
+            self._committed_store = None  # nothing stored yet: the first commit writes it
+        if snapshot.state is not None:
+            self._state = _read_state(snapshot.state, f"{where} (session state)", len(history))
+
+
+def _state_value(state: _State, history_length: int) -> dict[str, Any]:
+    """The session state as the backends keep it (the layout of windowkeeper 0.1's state file)."""
+    usage = state.usage
+    return {
+        "version": _STATE_VERSION,
+        "history_length": history_length,
+        "deleted_range": list(state.deleted_range) if state.deleted_range else None,
+        "generation": state.generation,
+        "last_timestamp": state.last_timestamp,
+        "usage": None
+        if usage is None
+        else [usage.tokens_in, usage.tokens_out, usage.cache_writes, usage.cache_reads],
+        "usage_timestamp": state.usage_timestamp,
+        "usage_generation": state.usage_generation,
+        "clips": [[c.message_index, c.block_index, c.kept] for c in state.clips],
+    }
+
+
+def _state_int(value: Any, what: str, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value < 10**15:
+        raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r:.40}")
+    return value
+
+
+def _read_state(value: Any, where: str, history_length: int) -> _State:
+    """The session state ``value``, checked against a history of ``history_length`` messages."""
+    try:
+        if not isinstance(value, dict):
+            raise ValueError(f"expected an object, got {type(value).__name__}")
+        usage = value.get("usage")
+        if usage is not None and (not isinstance(usage, list) or len(usage) != 4):
+            raise ValueError("usage must be null or four counts")
+        deleted = value.get("deleted_range")
+        deleted_range = None
+        if deleted is not None:
+            if not isinstance(deleted, list) or len(deleted) != 2:
+                raise ValueError("deleted_range must be null or two indices")
+            deleted_range = (
+                _state_int(deleted[0], "deleted_range[0]"),
+                _state_int(deleted[1], "deleted_range[1]"),
+            )
+            if deleted_range[1] >= history_length:
+                raise ValueError(
+                    f"deleted_range {list(deleted_range)} reaches past the history's"
+                    f" {history_length} messages"
+                )
+        clips = []
+        for position, clip in enumerate(value.get("clips", [])):
+            if not isinstance(clip, list) or len(clip) != 3:
+                raise ValueError(f"clips[{position}] must be three integers")
+            index, block, kept = (_state_int(v, f"clips[{position}]") for v in clip)
+            if index < history_length:  # a clip of a message that is gone applies to nothing
+                clips.append(Clip(index, block, kept))
+        return _State(
+            deleted_range=deleted_range,
+            generation=_state_int(value.get("generation"), "generation"),
+            last_timestamp=_state_int(value.get("last_timestamp"), "last_timestamp"),
+            usage=TokenUsage(*(_state_int(v, "usage") for v in usage)) if usage else None,
+            usage_timestamp=_state_int(value.get("usage_timestamp"), "usage_timestamp"),
+            usage_generation=_state_int(
+                value.get("usage_generation"), "usage_generation", minimum=-1
+            ),
+            clips=clips,
+        )
+    except ValueError as error:
+        raise TaskFolderError(f"{where}: unreadable session state: {error}") from None
+
+
+def finish_request(sent: list[Message], store: OverwriteStore) -> list[Message]:
+    """What the session changes in what the original would send: the truncation notice placed
+    where the model sees it, and runs of one role merged so roles alternate."""
+    return merge_same_roles(place_truncation_notice(sent, store))
+
+
+def place_truncation_notice(sent: list[Message], store: OverwriteStore) -> list[Message]:
+    """Give the truncation notice a text block of its own when the original's placement drops it.
+
+    The original writes the notice over text block 0 of message 1; when that block is a thinking
+    or tool_use block (as in real native-tool traces), the notice is silently lost. Here it is
+    inserted after any leading thinking blocks instead. Returns ``sent`` itself when unchanged.
+    """
+    if len(sent) < 2 or store.effective_text(1, 0) != TRUNCATION_NOTICE:
+        return sent
+    first_answer = sent[1]
+    content = first_answer.get("content")
+    notice = {"type": "text", "text": TRUNCATION_NOTICE}
+    if isinstance(content, str):
+        new_content: list[Any] = (
+            [notice, {"type": "text", "text": content}] if content else [notice]
+        )
+    elif isinstance(content, list):
+        if content and isinstance(content[0], dict) and content[0].get("type") == "text":
+            return sent  # the original's placement works
+        at = 0
+        while (
+            at < len(content)
+            and isinstance(content[at], dict)
+            and content[at].get("type") in _THINKING
+        ):
+            at += 1
+        new_content = [*content[:at], notice, *content[at:]]
+    else:
+        return sent
+    output = list(sent)
+    output[1] = {**first_answer, "content": new_content}
+    return output

@@ -1,0 +1,576 @@
+"""Token estimates of a request before it is sent, calibrated online from provider-reported usage.
+
+The per-turn session API must know whether the next request fits the window *before* sending it,
+but no tokenizer ships with the standard library, and Claude's is not public. So the estimator
+measures text in UTF-8 bytes (equal to characters for ASCII; it keeps CJK and emoji from being
+undercounted) and learns the bytes-per-token ratio from what the provider reports back.
+
+What is counted, per message (message-level extra keys such as ``ts`` or ``metrics`` are not):
+
+- string content, ``text`` blocks, ``tool_result`` contents (string or blocks), the ids that tie
+  a ``tool_use`` to its ``tool_result``, a ``tool_use``'s name and its input serialized as JSON;
+- ``thinking`` text and ``redacted_thinking`` data, kept apart (signatures are never counted).
+  Whether a provider counts the thinking of earlier turns depends on the model: in the recorded
+  traces Claude Sonnet 4.5 does not (its earlier thinking is stripped) and Claude Opus 4.5 does.
+  By default (``thinking="learn"``) thinking starts counted in full, the conservative choice, and
+  its weight (0 to 1) is then fitted from the observations; ``"count"`` and ``"ignore"`` fix it;
+- images by their documented cost, ``width * height / 750`` tokens (long edge scaled down to
+  1568 px) and at most ``max_image_tokens`` (1,600, the cost of an image the provider scaled
+  down to about 1.15 megapixels), the size read from the PNG, JPEG, GIF or WebP header of base64
+  data; ``max_image_tokens`` when the size cannot be read (a URL source, an unknown format);
+- any other block as its JSON; a fixed overhead per message and per block;
+- the system prompt (a string or text blocks) and each tool definition as JSON.
+
+How the estimate is made (:class:`CalibratedEstimator`): when the messages of the last observed
+request are a prefix of the new ones (same objects, else equal), the estimate is that request's
+reported size plus a margin-padded estimate of what was added (new messages, and any system or
+tools difference); this absorbs everything invisible to us (the provider's own framing, a system
+prompt the caller did not pass). Otherwise the whole request is estimated from the calibrated
+ratio, plus the part of the last observation the ratio could not explain. Each prefix-extending
+observation calibrates the ratio from its delta (a decayed ratio of sums), and the margin
+follows the recent out-of-sample errors of those deltas, so underestimates stay rare.
+
+Counted messages are remembered by identity, so an anchored count costs time in the new messages
+only: treat a message as frozen once it was counted (windowkeeper never edits one in place; edit
+a copy). Nothing here mutates its inputs.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import operator
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, NamedTuple, Protocol
+
+from .._errors import MalformedMessageError
+from ..core._messages import Message, check_message, shared_prefix
+from ._images import MAX_IMAGE_TOKENS, image_dimensions, image_tokens
+
+__all__ = [
+    "MAX_IMAGE_TOKENS",
+    "CalibratedEstimator",
+    "TokenCounter",
+    "image_dimensions",
+    "image_tokens",
+]
+
+_MESSAGE_OVERHEAD = 12  # bytes-equivalent: role and message framing
+_BLOCK_OVERHEAD = 12  # bytes-equivalent: block type and framing
+
+# Calibration. Values chosen on the recorded traces (bench/estimator_accuracy.py), where the
+# results are flat around them: decay 0.8-0.95, quantile 0.8-0.9 and window 10-40 all meet the
+# targets.
+_PRIOR_BYTES = 2000.0  # the starting ratio weighs like an observation of this many bytes
+_DECAY = 0.9  # per observation, for the ratio
+_MAX_OBSERVATION_BYTES = 16_384.0
+_THINKING_PRIOR_TOKENS = 300.0  # "thinking counted" weighs like one such observation
+_MARGIN_QUANTILE = 0.9
+_MARGIN_WINDOW = 20
+_MAX_MARGIN = 0.3
+
+ThinkingPolicy = Literal["learn", "count", "ignore"]
+
+
+class TokenCounter(Protocol):
+    """Estimates the input size of a request and learns from what the provider reported."""
+
+    def count(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> int:
+        """Estimated input tokens of a request with these messages, system prompt (str or list of text blocks) and tool definitions."""
+        ...
+
+    def observe(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        reported_input_tokens: int,
+    ) -> None:
+        """Learn from the provider-reported input size (input + cache writes + cache reads) of a request that sent exactly these."""
+        ...
+
+
+# ------------------------------------------------------------------------------------ measuring
+
+
+class _Units(NamedTuple):
+    """What a message (or a request part) weighs: text and thinking bytes, image tokens."""
+
+    text: int
+    thinking: int
+    images: int
+
+
+_NO_UNITS = _Units(0, 0, 0)
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _json_len(value: Any) -> int:
+    return _utf8_len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr))
+
+
+def _string_field(block: Mapping[str, Any], key: str, path: str) -> str:
+    value = block.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise MalformedMessageError(
+            f"{path}.{key}", f"expected a string, got {type(value).__name__}"
+        )
+    return value
+
+
+def _block_units(block: Mapping[str, Any], path: str, max_image_tokens: int) -> _Units:
+    kind = block.get("type")
+    text = _BLOCK_OVERHEAD
+    if kind == "text":
+        return _Units(text + _utf8_len(_string_field(block, "text", path)), 0, 0)
+    if kind == "thinking":
+        return _Units(text, _utf8_len(_string_field(block, "thinking", path)), 0)
+    if kind == "redacted_thinking":
+        return _Units(text, _utf8_len(_string_field(block, "data", path)), 0)
+    if kind in ("image", "image_url"):
+        return _Units(text, 0, image_tokens(block, max_tokens=max_image_tokens))
+    if kind == "tool_use":
+        text += _utf8_len(_string_field(block, "id", path))
+        text += _utf8_len(_string_field(block, "name", path)) + _json_len(block.get("input", {}))
+        return _Units(text, 0, 0)
+    if kind == "tool_result":
+        text += _utf8_len(_string_field(block, "tool_use_id", path))
+        content = block.get("content", "")
+        if isinstance(content, str):
+            return _Units(text + _utf8_len(content), 0, 0)
+        if not isinstance(content, list):
+            raise MalformedMessageError(
+                f"{path}.content",
+                f"expected a string or a list of blocks, got {type(content).__name__}",
+            )
+        thinking = images = 0
+        for position, inner in enumerate(content):
+            inner_path = f"{path}.content[{position}]"
+            if not isinstance(inner, Mapping) or not isinstance(inner.get("type"), str):
+                raise MalformedMessageError(
+                    inner_path, "expected a block dict with a string 'type'"
+                )
+            units = _block_units(inner, inner_path, max_image_tokens)
+            text += units.text
+            thinking += units.thinking
+            images += units.images
+        return _Units(text, thinking, images)
+    return _Units(text + _json_len(block), 0, 0)
+
+
+def _message_units(message: Message, path: str, max_image_tokens: int) -> _Units:
+    check_message(message, path)
+    content = message["content"]
+    if isinstance(content, str):
+        return _Units(_MESSAGE_OVERHEAD + _utf8_len(content), 0, 0)
+    text, thinking, images = _MESSAGE_OVERHEAD, 0, 0
+    for position, block in enumerate(content):
+        units = _block_units(block, f"{path}.content[{position}]", max_image_tokens)
+        text += units.text
+        thinking += units.thinking
+        images += units.images
+    return _Units(text, thinking, images)
+
+
+def _system_units(system: Any, max_image_tokens: int) -> _Units:
+    if system is None:
+        return _NO_UNITS
+    if isinstance(system, str):
+        return _Units(_utf8_len(system), 0, 0)
+    if isinstance(system, Sequence) and not isinstance(system, bytes | bytearray):
+        text = images = 0
+        for position, block in enumerate(system):
+            if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+                raise TypeError(
+                    f"system[{position}]: expected a text block dict, got {type(block).__name__}"
+                )
+            units = _block_units(block, f"system[{position}]", max_image_tokens)
+            text += units.text
+            images += units.images
+        return _Units(text, 0, images)
+    raise TypeError(
+        f"system: expected None, a string or a list of text blocks, got {type(system).__name__}"
+    )
+
+
+def _tools_units(tools: Any) -> int:
+    if tools is None:
+        return 0
+    if not isinstance(tools, Sequence) or isinstance(tools, str | bytes | bytearray):
+        raise TypeError(f"tools: expected a list of tool definitions, got {type(tools).__name__}")
+    total = 0
+    for position, tool in enumerate(tools):
+        if not isinstance(tool, Mapping):
+            raise TypeError(
+                f"tools[{position}]: expected a tool definition dict, got {type(tool).__name__}"
+            )
+        total += _BLOCK_OVERHEAD + _json_len(dict(tool))
+    return total
+
+
+def _is_prefix(previous: tuple[Message, ...], messages: Sequence[Message]) -> bool:
+    """Whether ``previous`` starts ``messages``: by identity (fast), then by equality."""
+    if len(messages) < len(previous):
+        return False
+    if all(map(operator.is_, previous, messages)):
+        return True
+    return all(old is new or old == new for old, new in zip(previous, messages, strict=False))
+
+
+# ---------------------------------------------------------------------------------- calibrating
+
+
+class _Calibration:
+    """tokens ≈ a * (text + w * thinking), fitted from the deltas between observations.
+
+    ``a`` (tokens per byte) is a decayed ratio of sums: each observation makes the older ones
+    weigh ``_DECAY`` times less, so it follows a conversation whose content changes; the prior
+    weighs like ``_PRIOR_BYTES`` bytes read at the starting ratio, and no observation weighs
+    more than ``_MAX_OBSERVATION_BYTES`` (one huge tool output must not set the ratio for long).
+    ``w`` (how much of the thinking the provider counts, 0 to 1) does not drift within a
+    conversation, so it is a least-squares fit of what the text leaves unexplained, over all
+    observations, starting at 1 (counted, the conservative side) with the weight of one
+    observation of ``_THINKING_PRIOR_TOKENS`` thinking tokens.
+    """
+
+    def __init__(self, tokens_per_byte: float, thinking: ThinkingPolicy) -> None:
+        self.thinking = thinking
+        self.bytes = _PRIOR_BYTES
+        self.tokens = _PRIOR_BYTES * tokens_per_byte
+        self.a = tokens_per_byte
+        self.w = 0.0 if thinking == "ignore" else 1.0
+        self._residual_sum = _THINKING_PRIOR_TOKENS**2  # sum of x * r, x the thinking tokens
+        self._square_sum = _THINKING_PRIOR_TOKENS**2  # sum of x * x
+
+    def predict(self, text: float, thinking: float) -> float:
+        return self.a * (text + self.w * thinking)
+
+    def add(self, text: float, thinking: float, tokens: float) -> None:
+        if thinking and self.thinking == "learn":
+            x = self.a * thinking
+            self._residual_sum += x * (tokens - self.a * text)
+            self._square_sum += x * x
+            self.w = min(1.0, max(0.0, self._residual_sum / self._square_sum))
+        size = text + self.w * thinking
+        weight = min(1.0, _MAX_OBSERVATION_BYTES / size) if size > 0 else 1.0
+        self.bytes = _DECAY * self.bytes + weight * size
+        self.tokens = _DECAY * self.tokens + weight * tokens
+        self.a = self.tokens / self.bytes
+
+
+class _Anchor(NamedTuple):
+    """The last observed request: what it sent and what the provider reported for it."""
+
+    messages: tuple[Message, ...]
+    totals: _Units  # of the messages
+    system_units: _Units
+    tools_units: int
+    reported: int
+
+
+class _Snapshot(NamedTuple):
+    calibration: _Calibration
+    margin: float
+    errors: tuple[tuple[float, float], ...]
+    anchor: _Anchor | None
+    first: _Anchor | None
+
+
+class CalibratedEstimator:
+    """The default :class:`TokenCounter`: dependency-free, calibrated from reported usage.
+
+    ``chars_per_token`` is the starting ratio (characters counted as UTF-8 bytes); 3.0 is
+    conservative for English, code and JSON on Claude's tokenizer, which the recorded traces put
+    at 3.0 to 3.6. ``safety_margin`` is the least relative padding of estimated (as opposed to
+    reported) tokens; the padding grows, up to 30 %, with the recent underestimates of what
+    the observations added (the size-weighted 90th percentile of the last 20). ``thinking``
+    and ``max_image_tokens``: see the module docstring.
+
+    Not thread-safe; use one per conversation.
+    """
+
+    def __init__(
+        self,
+        *,
+        chars_per_token: float = 3.0,
+        safety_margin: float = 0.1,
+        thinking: ThinkingPolicy = "learn",
+        max_image_tokens: int = MAX_IMAGE_TOKENS,
+    ) -> None:
+        if not chars_per_token > 0 or not math.isfinite(chars_per_token):
+            raise ValueError(f"chars_per_token must be a positive number, got {chars_per_token!r}")
+        if not 0 <= safety_margin <= _MAX_MARGIN:
+            raise ValueError(f"safety_margin must be in [0, {_MAX_MARGIN}], got {safety_margin!r}")
+        if thinking not in ("learn", "count", "ignore"):
+            raise ValueError(f"thinking must be 'learn', 'count' or 'ignore', got {thinking!r}")
+        self._calibration = _Calibration(1.0 / chars_per_token, thinking)
+        self._min_margin = safety_margin
+        self._margin = safety_margin
+        self._errors: deque[tuple[float, float]] = deque(maxlen=_MARGIN_WINDOW)
+        self._max_image_tokens = max_image_tokens
+        self._cache: dict[int, tuple[Message, _Units]] = {}
+        self._anchor: _Anchor | None = None
+        self._first: _Anchor | None = None
+        self._last_count: tuple[list[Message], _Units] | None = None
+        self._system_parts: tuple[Any, ...] | None = None
+        self._system_units = _NO_UNITS
+        self._tools_parts: tuple[Any, ...] | None = None
+        self._tools_units = 0
+
+    @property
+    def chars_per_token(self) -> float:
+        """The calibrated ratio (central, before the margin) for text outside thinking."""
+        return 1.0 / self._calibration.a
+
+    @property
+    def thinking_weight(self) -> float:
+        """How much of the thinking text the provider is taken to count (0 to 1)."""
+        return self._calibration.w
+
+    @property
+    def margin(self) -> float:
+        """The relative padding currently added to estimated tokens."""
+        return self._margin
+
+    # ----------------------------------------------------------------------------- public API
+
+    def count(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> int:
+        """Estimated input tokens of a request with these messages, system prompt and tools."""
+        _check_sequence(messages)
+        system_units, tools_units = self._request_units(system, tools)
+        anchor = self._anchor
+        if anchor is not None and _is_prefix(anchor.messages, messages):
+            added = self._units_of(messages, len(anchor.messages))
+            self._prune(messages)
+            text = added.text + system_units.text - anchor.system_units.text
+            text += tools_units - anchor.tools_units
+            images = added.images + system_units.images - anchor.system_units.images
+            return max(0, anchor.reported + self._padded(text, added.thinking) + images)
+        totals = self._totals(messages)
+        self._prune(messages)
+        text = totals.text + system_units.text + tools_units
+        images = totals.images + system_units.images
+        return self._unexplained() + self._padded(text, totals.thinking) + images
+
+    def observe(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        reported_input_tokens: int,
+    ) -> None:
+        """Learn from the provider-reported input size of a request that sent exactly these.
+
+        ``reported_input_tokens`` is input + cache writes + cache reads (Anthropic), or the
+        prompt tokens (OpenAI). When the last observed request's messages start these, the
+        difference calibrates the ratio; either way this request becomes the new anchor.
+        """
+        if not isinstance(reported_input_tokens, int) or isinstance(reported_input_tokens, bool):
+            raise TypeError(
+                "reported_input_tokens: expected an int, "
+                f"got {type(reported_input_tokens).__name__}"
+            )
+        if reported_input_tokens < 0:
+            raise ValueError(f"reported_input_tokens must be >= 0, got {reported_input_tokens}")
+        _check_sequence(messages)
+        system_units, tools_units = self._request_units(system, tools)
+        anchor = self._anchor
+        if anchor is not None and _is_prefix(anchor.messages, messages):
+            added = self._units_of(messages, len(anchor.messages))
+            totals = _Units(
+                anchor.totals.text + added.text,
+                anchor.totals.thinking + added.thinking,
+                anchor.totals.images + added.images,
+            )
+            text = added.text + system_units.text - anchor.system_units.text
+            text += tools_units - anchor.tools_units
+            images = added.images + system_units.images - anchor.system_units.images
+            self._learn(text, added.thinking, reported_input_tokens - anchor.reported - images)
+        else:
+            totals = self._units_of(messages, 0)
+        self._anchor = _Anchor(
+            tuple(messages),
+            totals,
+            system_units,
+            tools_units,
+            reported_input_tokens,
+        )
+        if self._first is None:
+            self._first = self._anchor
+        self._prune(())
+
+    def snapshot(self) -> object:
+        """What it has learnt so far, for :meth:`restore` (a session's checkpoint keeps it)."""
+        return _Snapshot(
+            copy.copy(self._calibration),
+            self._margin,
+            tuple(self._errors),
+            self._anchor,
+            self._first,
+        )
+
+    def restore(self, snapshot: object) -> None:
+        """Forget what was learnt since ``snapshot`` (from :meth:`snapshot`) was taken."""
+        if not isinstance(snapshot, _Snapshot):
+            raise TypeError(
+                f"expected a snapshot() of this estimator, got {type(snapshot).__name__}"
+            )
+        self._calibration = copy.copy(snapshot.calibration)
+        self._margin = snapshot.margin
+        self._errors = deque(snapshot.errors, maxlen=_MARGIN_WINDOW)
+        self._anchor = snapshot.anchor
+        self._first = snapshot.first
+
+    # ------------------------------------------------------------------------------ internals
+
+    def _padded(self, text: int, thinking: int) -> int:
+        """Tokens of ``text`` and ``thinking`` bytes at the calibrated ratio, with the margin."""
+        central = self._calibration.predict(text, thinking)
+        factor = 1.0 + self._margin if central >= 0 else 1.0 - self._margin
+        return math.ceil(central * factor)
+
+    def _unexplained(self) -> int:
+        """Tokens the visible content of a request does not explain (framing, a system prompt
+        never shown to the counter); never negative.
+
+        The smaller of what the first and the last observation leave unexplained: the last alone
+        would also carry what its own content cost beyond the calibrated ratio (a huge dense tool
+        output, say), and would go on charging it after truncation removed that content.
+        """
+        residuals = [
+            self._residual(anchor) for anchor in (self._first, self._anchor) if anchor is not None
+        ]
+        return max(0, min(residuals)) if residuals else 0
+
+    def _residual(self, anchor: _Anchor) -> int:
+        text = anchor.totals.text + anchor.system_units.text + anchor.tools_units
+        central = self._calibration.predict(text, anchor.totals.thinking)
+        central += anchor.totals.images + anchor.system_units.images
+        return math.floor(anchor.reported - central)
+
+    def _learn(self, text: int, thinking: int, tokens: int) -> None:
+        if text <= 0 or tokens <= 0:
+            return  # nothing added (a retry), or content removed: no information on the ratio
+        ratio = text / tokens  # bytes per token, outside thinking: reject what no text has
+        if not 0.5 <= ratio <= 20:
+            return
+        calibration = self._calibration
+        predicted = calibration.predict(text, thinking)
+        self._errors.append((tokens / predicted - 1.0, predicted))
+        calibration.add(text, thinking, tokens)
+        upper = _weighted_quantile(self._errors, _MARGIN_QUANTILE)
+        self._margin = min(_MAX_MARGIN, max(self._min_margin, upper))
+
+    def _totals(self, messages: Sequence[Message]) -> _Units:
+        """Summed units of all ``messages``; only the new ones when they extend the last call's."""
+        last = self._last_count
+        if last is not None and shared_prefix(last[0], messages) == len(last[0]):
+            added = self._units_of(messages, len(last[0]))
+            totals = _Units(
+                last[1].text + added.text,
+                last[1].thinking + added.thinking,
+                last[1].images + added.images,
+            )
+        else:
+            totals = self._units_of(messages, 0)
+        if len(messages) > 1:  # a single message measured on its own is not a request to extend
+            self._last_count = (list(messages), totals)
+        return totals
+
+    def _units_of(self, messages: Sequence[Message], start: int) -> _Units:
+        """Summed units of ``messages[start:]``, measuring each message once (cached by id)."""
+        cache = self._cache
+        text = thinking = images = 0
+        for index in range(start, len(messages)):
+            message = messages[index]
+            entry = cache.get(id(message))
+            if entry is None or entry[0] is not message:
+                units = _message_units(message, f"messages[{index}]", self._max_image_tokens)
+                cache[id(message)] = (message, units)
+            else:
+                units = entry[1]
+            text += units.text
+            thinking += units.thinking
+            images += units.images
+        return _Units(text, thinking, images)
+
+    def _request_units(self, system: Any, tools: Any) -> tuple[_Units, int]:
+        """Units of the system prompt and the tools, remeasured only when their parts changed."""
+        system_parts = _parts(system)
+        if not _same_parts(self._system_parts, system_parts):
+            self._system_units = _system_units(system, self._max_image_tokens)
+            self._system_parts = system_parts
+        tools_parts = _parts(tools)
+        if not _same_parts(self._tools_parts, tools_parts):
+            self._tools_units = _tools_units(tools)
+            self._tools_parts = tools_parts
+        return self._system_units, self._tools_units
+
+    def _prune(self, messages: Sequence[Message]) -> None:
+        """Once the cache has grown, keep only the measurements of the anchor's messages, of the
+        last whole count and of ``messages``: it holds messages alive, and callers may count many
+        candidate requests (or single messages) in between."""
+        anchored = self._anchor.messages if self._anchor is not None else ()
+        counted = self._last_count[0] if self._last_count is not None else ()
+        if len(self._cache) <= 2 * (len(anchored) + len(counted) + len(messages)) + 64:
+            return
+        keep = {id(message) for message in (*anchored, *counted, *messages)}
+        self._cache = {key: entry for key, entry in self._cache.items() if key in keep}
+
+
+def _weighted_quantile(samples: Sequence[tuple[float, float]], quantile: float) -> float:
+    """The ``quantile`` of the values of (value, weight) pairs, each counted by its weight."""
+    ranked = sorted(samples)
+    target = quantile * sum(weight for _, weight in ranked)
+    seen = 0.0
+    for value, weight in ranked:
+        seen += weight
+        if seen >= target:
+            return value
+    return ranked[-1][0]
+
+
+def _parts(value: Any) -> tuple[Any, ...] | None:
+    """What a system prompt or tool list is made of, to notice a change by identity."""
+    if value is None or isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        return tuple(value)
+    return None  # not a valid value: measuring it raises
+
+
+def _same_parts(old: tuple[Any, ...] | None, new: tuple[Any, ...] | None) -> bool:
+    return (
+        old is not None
+        and new is not None
+        and len(old) == len(new)
+        and all(map(operator.is_, old, new))
+    )
+
+
+def _check_sequence(messages: Any) -> None:
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
+        raise MalformedMessageError(
+            "messages", f"expected a list of messages, got {type(messages).__name__}"
+        )

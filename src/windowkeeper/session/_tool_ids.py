@@ -1,0 +1,116 @@
+"""Tool-use ids made unique within a conversation, as the Anthropic API requires.
+
+Histories can reuse an id: some models and proxies number calls per turn (``call_0`` in every
+turn, seen in a real GPT-4o trace replayed in Anthropic's shape), and a request holding two
+tool_use blocks with one id is refused. :class:`UniqueToolIds` gives every later use of an id
+already used a new one (``call_0_2``, then ``call_0_3``, ...), in the tool_use and in the
+tool_results of the next user message that answer it. Renames are decided once per message, as
+the history grows, so they never change from one request to the next (what was sent stays a
+cacheable prefix); the history itself is never modified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..core._messages import Message
+
+__all__ = ["UniqueToolIds"]
+
+
+class UniqueToolIds:
+    """Renames repeated tool_use ids of an append-only history (see the module docstring).
+
+    ``apply`` must be given the history it saw last time, possibly extended; after the history
+    was cut (a rollback), call :meth:`reset`. Not thread-safe.
+    """
+
+    __slots__ = ("_copies", "_renames", "_seen", "_sources")
+
+    def __init__(self) -> None:
+        self._sources: list[Message] = []  # the messages looked at, in order
+        self._seen: set[str] = set()
+        # assistant index -> (block position -> new id, old id -> new id for the next message)
+        self._renames: dict[int, tuple[dict[int, str], dict[str, list[str]]]] = {}
+        self._copies: dict[int, tuple[Message, Message]] = {}
+
+    def reset(self) -> None:
+        """Forget everything: the next :meth:`apply` looks at the whole history again."""
+        self._sources, self._seen, self._renames, self._copies = [], set(), {}, {}
+
+    def renamed(self) -> dict[int, dict[int, str]]:
+        """Message index -> block position -> new id, for every tool_use block renamed."""
+        return {index: dict(entry[0]) for index, entry in self._renames.items()}
+
+    def _catch_up(self, history: Sequence[Message]) -> None:
+        done = len(self._sources)
+        sources = self._sources
+        if done > len(history) or any(sources[i] is not history[i] for i in range(done)[-2:]):
+            self.reset()
+            done = 0
+        seen = self._seen
+        for index in range(done, len(history)):
+            message = history[index]
+            content = message.get("content")
+            if message.get("role") != "assistant" or not isinstance(content, list):
+                continue
+            positions: dict[int, str] = {}
+            answers: dict[str, list[str]] = {}  # old id -> the ids of its uses here, in order
+            for position, block in enumerate(content):
+                old = block.get("id") if isinstance(block, dict) else None
+                if not isinstance(old, str) or block.get("type") != "tool_use":
+                    continue
+                if old not in seen:
+                    seen.add(old)
+                    answers.setdefault(old, []).append(old)
+                    continue
+                count = 2
+                while f"{old}_{count}" in seen:
+                    count += 1
+                new = f"{old}_{count}"
+                seen.add(new)
+                positions[position] = new
+                answers.setdefault(old, []).append(new)
+            if positions:
+                # The k-th result for an id answers its k-th use (kept ids map to themselves).
+                self._renames[index] = (positions, answers)
+        self._sources = list(history)
+
+    def apply(self, history: Sequence[Message]) -> list[Message]:
+        """``history`` with repeated ids renamed (a new list; unchanged messages are shared)."""
+        self._catch_up(history)
+        output = list(history)
+        for index, (positions, answers) in self._renames.items():
+            output[index] = self._copy(index, history[index], positions, {})
+            following = history[index + 1] if index + 1 < len(history) else None
+            if answers and following is not None and following.get("role") == "user":
+                output[index + 1] = self._copy(index + 1, following, {}, answers)
+        return output
+
+    def _copy(
+        self,
+        index: int,
+        message: Message,
+        positions: dict[int, str],
+        answers: dict[str, list[str]],
+    ) -> Message:
+        known = self._copies.get(index)
+        if known is not None and known[0] is message:
+            return known[1]
+        content = message.get("content")
+        blocks = list(content) if isinstance(content, list) else []
+        seen: dict[str, int] = {}
+        for position, block in enumerate(blocks):
+            if position in positions:
+                blocks[position] = {**block, "id": positions[position]}
+                continue
+            old = block.get("tool_use_id") if isinstance(block, dict) else None
+            if answers and block.get("type") == "tool_result" and old in answers:
+                nth = seen.get(old, 0)
+                seen[old] = nth + 1
+                ids = answers[old]
+                if nth < len(ids) and ids[nth] != old:
+                    blocks[position] = {**block, "tool_use_id": ids[nth]}
+        copy = {**message, "content": blocks}
+        self._copies[index] = (message, copy)
+        return copy

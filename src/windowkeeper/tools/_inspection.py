@@ -1,0 +1,178 @@
+"""What a trace holds, counted: messages, tool calls, file reads, recorded usage, stored context.
+
+:func:`inspect_trace` is what ``windowkeeper inspect`` shows; :meth:`Inspection.to_json` is its
+``--json`` form. Nothing here prints or modifies what it is given.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core._messages import Message
+from ..core._overwrites import EditType, OverwriteStore
+from ..core._truncation import DeletedRange
+from ..formats._wire import ANTHROPIC_BLOCK_KEYS
+from ..rules._anthropic import Violation, validate_messages
+from ..session._native_reads import NativeReadDetector
+from ._trace import Trace
+
+__all__ = ["Inspection", "UsageStats", "inspect_trace"]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageStats:
+    """The provider-reported request sizes a trace recorded (input + output + cache)."""
+
+    requests: int  # requests the trace recorded
+    with_usage: int  # of which recorded a usage
+    minimum: int | None
+    median: float | None
+    maximum: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``requests`` part of ``inspect --json``."""
+        return {
+            "count": self.requests,
+            "with_usage": self.with_usage,
+            "min": self.minimum,
+            "median": self.median,
+            "max": self.maximum,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """The counts ``windowkeeper inspect`` reports for one trace."""
+
+    source: str
+    format: str
+    roles: dict[str, int]  # messages per role
+    tool_calls: dict[str, int]  # tool_use blocks per tool name, most used first
+    file_reads: dict[str, int]  # copies of each file's contents (normalized path), every block
+    usage: UsageStats
+    deleted_range: DeletedRange | None  # stored by Cline for the task
+    overwrite_entries: int  # messages with stored overwrites (context_history.json)
+    overwrites: dict[str, int]  # stored overwrite updates per kind of edit
+    violations: tuple[Violation, ...]  # provider rules the stored history breaks
+    unknown: tuple[str, ...] = ()  # ``where: type`` of what no request will carry
+    model: str | None = None  # as the trace recorded it
+
+    @property
+    def messages(self) -> int:
+        """How many messages the history holds."""
+        return sum(self.roles.values())
+
+    @property
+    def repeated_reads(self) -> dict[str, int]:
+        """Files whose contents appear more than once, with their number of copies."""
+        return {path: copies for path, copies in self.file_reads.items() if copies > 1}
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``inspect --json`` object."""
+        rules = Counter(violation.rule for violation in self.violations)
+        return {
+            "source": self.source,
+            "format": self.format,
+            "messages": {"total": self.messages, **self.roles},
+            "tool_calls": self.tool_calls,
+            "file_reads": {
+                "copies": sum(self.file_reads.values()),
+                "files": len(self.file_reads),
+                "repeated": self.repeated_reads,
+            },
+            "requests": self.usage.to_json(),
+            "deleted_range": None if self.deleted_range is None else list(self.deleted_range),
+            "overwrites": {"entries": self.overwrite_entries, "updates": self.overwrites},
+            "model": self.model,
+            "unknown": list(self.unknown),
+            "violations": {
+                "count": len(self.violations),
+                "by_rule": dict(rules.most_common()),
+                "items": [
+                    {"path": v.path, "rule": v.rule, "detail": v.detail} for v in self.violations
+                ],
+            },
+        }
+
+
+def inspect_trace(trace: Trace, *, detector: NativeReadDetector | None = None) -> Inspection:
+    """Count what ``trace`` holds.
+
+    File reads are found by ``detector`` (default: the session's, which sees Cline's headers and
+    native tool reads in every block, and file mentions), over the whole history.
+    """
+    history = list(trace.history)
+    copies = (detector or NativeReadDetector()).copies(history, 0, OverwriteStore())
+    reads = {path: len(found) for path, found in copies.items()}
+    return Inspection(
+        source=str(trace.path),
+        format=trace.format.value,
+        roles=dict(Counter(str(message.get("role")) for message in history)),
+        tool_calls=dict(_tool_calls(history).most_common()),
+        file_reads=dict(sorted(reads.items(), key=lambda item: (-item[1], item[0]))),
+        usage=_usage_stats(trace),
+        deleted_range=trace.deleted_range,
+        overwrite_entries=0 if trace.store is None else len(trace.store),
+        overwrites=_overwrite_counts(trace.store),
+        violations=tuple(validate_messages(history, "history")),
+        unknown=(*trace.unknown, *unknown_blocks(history)),
+        model=trace.model,
+    )
+
+
+def unknown_blocks(history: Sequence[Message]) -> tuple[str, ...]:
+    """``history[i].content[j]: type`` for each block of a type the Messages API does not take.
+
+    Such blocks stay in the history and are left out of every request (:mod:`windowkeeper.formats._wire`).
+    """
+    found = []
+    for index, message in enumerate(history):
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for position, block in enumerate(content):
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind not in ANTHROPIC_BLOCK_KEYS:
+                found.append(f"history[{index}].content[{position}]: {kind}")
+    return tuple(found)
+
+
+def _tool_calls(history: Sequence[Message]) -> Counter[str]:
+    calls: Counter[str] = Counter()
+    for message in history:
+        content = message.get("content")
+        if message.get("role") != "assistant" or not isinstance(content, list):
+            continue
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                calls[str(block.get("name"))] += 1
+    return calls
+
+
+def _usage_stats(trace: Trace) -> UsageStats:
+    totals = [request.usage.total for request in trace.requests if request.usage is not None]
+    if not totals:
+        return UsageStats(len(trace.requests), 0, None, None, None)
+    return UsageStats(
+        len(trace.requests), len(totals), min(totals), statistics.median(totals), max(totals)
+    )
+
+
+def _overwrite_counts(store: OverwriteStore | None) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    if store is not None:
+        for entry in store.entries():
+            kind = _edit_name(entry.edit_type)
+            counts[kind] += sum(len(block.updates) for block in entry.blocks)
+    return dict(counts)
+
+
+def _edit_name(edit_type: Any) -> str:
+    try:
+        return EditType(edit_type).name.lower()
+    except ValueError:
+        return str(edit_type)

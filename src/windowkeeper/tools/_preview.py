@@ -1,0 +1,207 @@
+"""The request a policy would send next for a trace, in the provider shape of your choice.
+
+:func:`next_request` is what ``windowkeeper view`` shows and ``windowkeeper check`` validates.
+When no request can be sent (the session cannot make it fit the window), it raises
+:class:`~windowkeeper.ContextOverflowError` with the numbers rather than showing an empty one.
+Nothing stored in the trace is modified.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .._errors import ContextOverflowError, MalformedMessageError
+from ..core._messages import Message
+from ..core._truncation import DeletedRange, visible_start
+from ..core._window import ContextWindowInfo, context_window_info
+from ..formats._wire import anthropic_wire, openai_wire
+from ..formats.openai import ARGUMENTS_NOTE, from_anthropic
+from ..rules._anthropic import TOOL_USE_UNANSWERED, Violation, validate_messages
+from ..session._session import ContextSession
+from ..storage import ReadOnlyStore, TaskFolderStore
+from ._replay import ClinePolicy, PolicyName, Replayer, Ruler, Sent, UsageSource, request_points
+from ._trace import Trace, TraceError
+
+__all__ = ["NextRequest", "next_request"]
+
+
+@dataclass(frozen=True, slots=True)
+class NextRequest:
+    """The request a policy would send next for a trace, and how it was built."""
+
+    policy: str
+    window: ContextWindowInfo
+    history_length: int
+    messages: list[Message]
+    system: Any
+    deleted_range: DeletedRange | None
+    truncated: bool  # the range grew for this request
+    replaced_reads: int  # older copies of file contents replaced for this request
+    estimated_tokens: int  # the replay ruler's count, system prompt and tools included
+    awaiting_reply: bool
+    """The history ends with an assistant message: the request will also carry the reply to it."""
+
+    def history_index(self, position: int) -> int:
+        """The index in the full history of ``messages[position]``."""
+        if position < 2:
+            return position
+        return visible_start(self.deleted_range) + position - 2
+
+    def violations(self) -> list[Violation]:
+        """The provider rules this request breaks.
+
+        When it awaits a reply, a tool_use in the last message is answered by that reply, so it
+        is not reported.
+        """
+        found = validate_messages(self.messages)
+        if self.awaiting_reply and self.messages:
+            last = f"messages[{len(self.messages) - 1}]"
+            found = [v for v in found if not (v.path == last and v.rule == TOOL_USE_UNANSWERED)]
+        return found
+
+    def as_anthropic(self) -> dict[str, Any]:
+        """The Messages API body: ``messages`` in the API's wire shape, and ``system``.
+
+        Keys a trace keeps beside the API's (Cline's ``ts``, ``metrics``, ``call_id``,
+        ``reasoning_details``, windowkeeper's OpenAI notes) are not sent, so they are left out,
+        as are blocks the API does not take (see :mod:`windowkeeper.formats._wire`).
+        """
+        body: dict[str, Any] = {}
+        if self.system is not None:
+            body["system"] = self.system
+        body["messages"] = anthropic_wire(self.messages)
+        return body
+
+    def as_openai(self) -> dict[str, Any]:
+        """The Chat Completions body: ``messages``, the system prompt first when there is one.
+
+        In Chat Completions' wire shape: only the keys its message params define, no part of a
+        type it does not take (a thinking block, for one).
+        """
+        plain = [
+            {"role": message["role"], "content": message["content"]} for message in self.messages
+        ]
+        return {"messages": openai_wire(from_anthropic(plain, system=self.system))}
+
+
+def next_request(
+    trace: Trace, *, window: int | ContextWindowInfo, policy: str = PolicyName.CLINE
+) -> NextRequest:
+    """What ``policy`` sends next for ``trace``: its whole history, as it stands.
+
+    The ``cline`` policy resumes from what a Cline task folder stored (its deleted range and
+    overwrites) and decides from the last request's recorded usage, as Cline does on its next
+    request. Where nothing was stored (a history-only folder, a message file) and for the
+    ``windowkeeper`` policy, the policy first replays the trace, as :func:`~windowkeeper.tools._replay.replay`
+    does by default, so that the next request follows from the decisions it would have made.
+
+    Raises :class:`~windowkeeper.ContextOverflowError` (naming the trace, with the estimate, the
+    limit and the window) when the policy cannot send the next request: the session found that
+    nothing makes it fit, or the policy would send no message at all. Earlier requests of the
+    replay that overflowed do not count: only the next one is shown.
+    """
+    info = window if isinstance(window, ContextWindowInfo) else context_window_info(window)
+    history = trace.history
+    name = PolicyName(policy)
+    if name is PolicyName.WINDOWKEEPER and trace.session_folder is not None:
+        return _stored_session_request(trace, info)
+    resume = name is PolicyName.CLINE and (
+        trace.deleted_range is not None or trace.store is not None
+    )
+    replayer = Replayer(
+        history,
+        window=info,
+        policy=ClinePolicy(info, store=trace.store, deleted_range=trace.deleted_range)
+        if resume
+        else name,
+        usage=UsageSource.RECORDED if trace.has_recorded_usage else UsageSource.ESTIMATED,
+        requests=trace.requests,
+        system=trace.system,
+        tools=trace.tools,
+    )
+    try:
+        if not resume:
+            for length in request_points(history):
+                replayer.request(length)
+        sent, record = replayer.request(len(history))
+    except MalformedMessageError as error:  # a message the session refuses (it checks more)
+        raise TraceError(f"{trace.path}: {error}") from error
+    if sent.overflow_estimate is not None or not sent.messages:
+        raise _cannot_fit(trace, replayer.policy.name, info, sent, record.estimated_tokens)
+    return NextRequest(
+        policy=replayer.policy.name,
+        window=info,
+        history_length=len(history),
+        messages=sent.messages,
+        system=trace.system,
+        deleted_range=sent.deleted_range,
+        truncated=sent.truncated,
+        replaced_reads=sent.replaced_reads,
+        estimated_tokens=record.estimated_tokens,
+        awaiting_reply=bool(history) and history[-1].get("role") == "assistant",
+    )
+
+
+def _stored_session_request(trace: Trace, info: ContextWindowInfo) -> NextRequest:
+    """What the ContextSession that keeps its state in the trace's folder sends next.
+
+    The session is opened read-only (nothing in the folder changes) and prepares its request
+    from its own stored range, clips and usage, as it would on its next turn.
+    """
+    assert trace.session_folder is not None
+    store = ReadOnlyStore(TaskFolderStore(trace.session_folder))
+    try:
+        session = ContextSession(info, store=store)
+        prepared = session.prepare(system=trace.system, tools=trace.tools)
+    except MalformedMessageError as error:
+        raise TraceError(f"{trace.path}: {error}") from error
+    except ContextOverflowError as error:
+        raise ContextOverflowError(
+            f"{trace.path}: the next request cannot fit (the stored session): {error}",
+            estimated_tokens=error.estimated_tokens,
+            limit=error.limit,
+        ) from error
+    history = trace.history
+    return NextRequest(
+        policy=f"{PolicyName.WINDOWKEEPER.value} (stored session)",
+        window=info,
+        history_length=len(history),
+        messages=prepared.messages,
+        system=trace.system,
+        deleted_range=prepared.deleted_range,
+        truncated=prepared.range_changed,
+        replaced_reads=prepared.replaced_reads,
+        estimated_tokens=Ruler().count(prepared.messages, system=trace.system, tools=trace.tools),
+        awaiting_reply=bool(history) and history[-1].get("role") == "assistant",
+    )
+
+
+def _cannot_fit(
+    trace: Trace, policy: str, info: ContextWindowInfo, sent: Sent, estimate: int
+) -> ContextOverflowError:
+    """The error for a next request that cannot be sent: why, with the numbers."""
+    limit = info.max_allowed_size
+    if sent.refused is not None:
+        estimate, limit = sent.refused.estimated_tokens, sent.refused.limit
+        why = f"the smallest request it can send is about {estimate:,} tokens"
+    else:
+        why = f"nothing would be sent (about {estimate:,} tokens estimated)"
+    shown = f"{limit:,.0f}" if float(limit).is_integer() else f"{limit:,.1f}"
+    return ContextOverflowError(
+        f"{trace.path}: the next request cannot fit ({policy} policy): {why}, over the limit"
+        f" of {shown} for a {info.context_window:,}-token window",
+        estimated_tokens=estimate,
+        limit=limit,
+    )
+
+
+def _without_notes(content: Any) -> Any:
+    if not isinstance(content, list):
+        return content
+    return [
+        {key: value for key, value in block.items() if key != ARGUMENTS_NOTE}
+        if isinstance(block, dict) and ARGUMENTS_NOTE in block
+        else block
+        for block in content
+    ]

@@ -1,0 +1,467 @@
+"""Claude Code session transcripts (``~/.claude/projects/<project>/<session>.jsonl``), read.
+
+The format. One JSON object (a *record*) per line, appended as the session runs. ``user`` and
+``assistant`` records carry an Anthropic Messages API ``message`` (``role``, ``content``; on
+assistant records also ``id``, ``model`` and ``usage``). Every record that has a ``uuid`` names
+the record before it in ``parentUuid``, so the file holds a tree: "redo from here" forks it,
+resumed sessions add branches, and the live conversation is the chain from the newest message
+back to a root. Other records: ``summary`` (a title for a branch, with its ``leafUuid``),
+``system`` (notices: ``compact_boundary``, ``api_error``, ``turn_duration``, ...),
+``file-history-snapshot``, ``queue-operation``, ``custom-title`` and ``progress``. Records with
+``isSidechain`` belong to a subagent (older versions wrote them into the session file; newer
+ones into ``agent-<id>.jsonl`` files of their own). The format is not documented by Anthropic;
+this reader follows what the public reverse-engineered descriptions and Claude Code's issue
+tracker agree on (see ``tests/formats/fixtures/README.md``).
+
+Mapping rules:
+
+- **The main line.** The conversation is the chain from the last user or assistant record of
+  the file (in file order, i.e. the newest) back through ``parentUuid``; records on other
+  branches (abandoned redos, dead ends) are left out. Sidechain records are left out, unless
+  the file holds nothing else: then it is a subagent's own transcript and is read as such. The
+  chain stops at a ``parentUuid`` the file does not hold.
+- **Split responses.** Claude Code writes one record per content block of a streamed response,
+  all with the same ``message.id``: consecutive assistant records sharing an id become ONE
+  assistant message, and records of that response found off the chain (a parallel tool call
+  writes its ``tool_use`` records and their results as sibling branches) are joined to it, in
+  file order; a block repeated by a later snapshot is kept once. Its usage is counted once,
+  from the response's last record (earlier snapshots carry partial ``output_tokens``).
+- **Tool results.** The user records after a response (one per tool result, plus any text the
+  user sent) become one user message, its tool_results first in the order of the calls. A
+  tool_result that answers a call of the chain but sits on a sibling branch is recovered into
+  that user message. Consecutive user messages are merged; assistant messages of different
+  responses stay separate.
+- **Compaction.** A ``system`` record with subtype ``compact_boundary`` starts a new root (its
+  ``parentUuid`` is null; ``logicalParentUuid`` names the last message before it), followed by
+  a user message holding the summary (``isCompactSummary``). With ``compaction="last"`` (the
+  default) the history starts at the last boundary: the summary and what followed, what Claude
+  Code sent from then on. With ``compaction="keep"`` the chain continues through
+  ``logicalParentUuid``: the whole session, with each summary as a user message where the
+  compaction happened. ``Transcript.compactions`` counts the boundaries of the whole main line,
+  in both modes.
+- **Dropped.** ``summary`` records are branch titles, not conversation; ``system`` records,
+  snapshots, queue operations and progress are bookkeeping; assistant records flagged
+  ``isApiErrorMessage`` are error notices Claude Code showed, not model output. Empty text
+  blocks are dropped, and a message left empty with them. Block types other than ``text``,
+  ``image``, ``document``, ``thinking``, ``redacted_thinking``, ``tool_use`` and ``tool_result``
+  (e.g. ``server_tool_use``), and record types not listed above, are dropped and reported in
+  ``Transcript.unknown``.
+- **What the file does not hold.** The system prompt and tool definitions are not recorded
+  (``system`` and ``tools`` are None). ``model`` is the model of the last response; synthetic
+  responses (model ``<synthetic>``) count as neither model nor request.
+
+Usage: one :class:`RecordedRequest` per assistant message whose response recorded ``usage``
+(``input_tokens`` uncached, ``output_tokens``, ``cache_creation_input_tokens``,
+``cache_read_input_tokens``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._errors import InvalidUsageError, MalformedMessageError, TaskFolderError
+from ..core._messages import Message
+from ..session._sdk import usage_from_sdk
+from ._common import (
+    Compaction,
+    RecordedRequest,
+    Transcript,
+    Unknown,
+    check_compaction,
+    in_file_order,
+    jsonl_records,
+    kind,
+    ordered_results,
+    read_text,
+    text_block,
+)
+
+__all__ = ["FORMAT", "looks_like_claude_code", "parse_claude_code", "read_claude_code"]
+
+FORMAT = "claude-code"
+
+_MESSAGE_TYPES = frozenset({"user", "assistant"})
+_KNOWN_TYPES = _MESSAGE_TYPES | {
+    "summary",
+    "system",
+    "file-history-snapshot",
+    "queue-operation",
+    "custom-title",
+    "progress",
+}
+_RESULT_PARTS = frozenset({"text", "image", "document"})
+_SYNTHETIC_MODEL = "<synthetic>"
+
+
+def read_claude_code(
+    path: str | os.PathLike[str], *, compaction: Compaction = "last"
+) -> Transcript:
+    """Read a Claude Code session file; errors name the file and the line."""
+    return parse_claude_code(read_text(path), name=str(path), compaction=compaction)
+
+
+def parse_claude_code(
+    source: str | Iterable[Any], *, name: str = "<string>", compaction: Compaction = "last"
+) -> Transcript:
+    """The conversation of a session: its JSON Lines text, or its records already loaded.
+
+    Raises :class:`~windowkeeper.TaskFolderError` for a line that is not a JSON object or a
+    record field of the wrong type, and :class:`~windowkeeper.MalformedMessageError` for a
+    message outside the Anthropic shape, both naming ``name``, the line and the JSON path.
+    """
+    check_compaction(compaction)
+    reader = _Reader(name)
+    records = [_record(line, data, name) for line, data in jsonl_records(source, name)]
+    reader.unknown.extend(
+        Unknown(f"{name}:{record.line}", record.type)
+        for record in records
+        if record.type not in _KNOWN_TYPES
+    )
+    main = [record for record in records if not record.sidechain]
+    if not any(record.is_message for record in main):
+        main = [record for record in records if record.sidechain]  # a subagent's transcript
+    by_uuid: dict[str, _Record] = {}
+    for record in main:
+        if record.uuid is not None:
+            by_uuid.setdefault(record.uuid, record)  # a resumed session repeats records
+    main = [record for record in main if record.uuid is None or by_uuid[record.uuid] is record]
+    chain = _main_line(main, by_uuid, compaction)
+    on_chain = {id(record) for record in chain}
+    off_chain = [record for record in main if id(record) not in on_chain and record.is_message]
+    drafts = reader.drafts([record for record in chain if record.is_message], off_chain)
+    messages, kept = reader.messages(drafts)
+    requests, model = reader.requests(kept)
+    return Transcript(
+        format=FORMAT,
+        messages=tuple(messages),
+        model=model,
+        requests=tuple(requests),
+        unknown=in_file_order(reader.unknown, name),
+        compactions=sum(1 for record in _main_line(main, by_uuid, "keep") if record.boundary),
+    )
+
+
+def looks_like_claude_code(records: Sequence[Any]) -> bool:
+    """Whether the first records of a JSON Lines file are a Claude Code session's."""
+    for record in records:
+        if not isinstance(record, dict):
+            return False
+        if record.get("type") in _MESSAGE_TYPES:
+            return (
+                "uuid" in record
+                and "parentUuid" in record
+                and isinstance(record.get("message"), dict)
+            )
+        if record.get("type") not in _KNOWN_TYPES:
+            return False
+    return False
+
+
+# -- records and the main line ---------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class _Record:
+    line: int
+    data: dict[str, Any]
+    type: str
+    uuid: str | None
+    parent: str | None
+    sidechain: bool
+
+    @property
+    def is_message(self) -> bool:
+        return self.type in _MESSAGE_TYPES and not (
+            self.type == "assistant" and self.data.get("isApiErrorMessage") is True
+        )
+
+    @property
+    def boundary(self) -> bool:
+        return self.type == "system" and self.data.get("subtype") == "compact_boundary"
+
+    @property
+    def response_id(self) -> str | None:
+        message = self.data.get("message")
+        response = message.get("id") if isinstance(message, dict) else None
+        return response if isinstance(response, str) and response else None
+
+
+def _record(line: int, data: dict[str, Any], name: str) -> _Record:
+    where = f"{name}:{line}"
+    record_type = data.get("type")
+    if not isinstance(record_type, str):
+        raise TaskFolderError(f"{where}: type: expected a string, got {kind(record_type)}")
+    uuid, parent = data.get("uuid"), data.get("parentUuid")
+    for key, value in (("uuid", uuid), ("parentUuid", parent)):
+        if value is not None and not isinstance(value, str):
+            raise TaskFolderError(f"{where}: {key}: expected a string, got {kind(value)}")
+    if record_type in _MESSAGE_TYPES and uuid is None:
+        raise TaskFolderError(f"{where}: uuid: a {record_type} record needs one")
+    return _Record(line, data, record_type, uuid, parent, data.get("isSidechain") is True)
+
+
+def _main_line(
+    records: Sequence[_Record], by_uuid: dict[str, _Record], compaction: Compaction
+) -> list[_Record]:
+    """The chain from the newest message back to its root, in conversation order."""
+    leaf = next((record for record in reversed(records) if record.is_message), None)
+    chain: list[_Record] = []
+    seen: set[int] = set()
+    node = leaf
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        chain.append(node)
+        parent = node.parent
+        if parent is None and node.boundary and compaction == "keep":
+            logical = node.data.get("logicalParentUuid")
+            parent = logical if isinstance(logical, str) else None
+        node = by_uuid.get(parent) if parent is not None else None
+    chain.reverse()
+    return chain
+
+
+# -- messages --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class _Draft:
+    """The records that make one message: one response, or a run of user records."""
+
+    role: str
+    records: list[_Record] = field(default_factory=list)
+
+
+class _Reader:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.unknown: list[Unknown] = []
+        self._contents: dict[int, str | list[Message]] = {}
+
+    def drafts(self, chain: Sequence[_Record], off_chain: Sequence[_Record]) -> list[_Draft]:
+        drafts: list[_Draft] = []
+        responses: dict[str, _Draft] = {}
+        for record in chain:
+            response = record.response_id
+            last: _Draft | None = drafts[-1] if drafts else None
+            if record.type == "assistant":
+                if last is None or response is None or responses.get(response) is not last:
+                    last = _Draft("assistant")
+                    drafts.append(last)
+                if response is not None:
+                    responses.setdefault(response, last)
+            elif last is None or last.role != "user":
+                last = _Draft("user")
+                drafts.append(last)
+            last.records.append(record)
+        for record in off_chain:  # the other blocks of a response, on sibling branches
+            response = record.response_id
+            if record.type == "assistant" and response is not None and response in responses:
+                responses[response].records.append(record)
+        for draft in drafts:
+            draft.records.sort(key=lambda record: record.line)
+        self._recover_results(drafts, off_chain)
+        return drafts
+
+    def _recover_results(self, drafts: list[_Draft], off_chain: Sequence[_Record]) -> None:
+        """Add tool results written on sibling branches to the user message after their call."""
+        calls: dict[str, _Draft] = {}
+        answered: set[str] = set()
+        for draft in drafts:
+            for record in draft.records:
+                for block in self.blocks(record):
+                    if block["type"] == "tool_use":
+                        calls[block["id"]] = draft
+                    elif block["type"] == "tool_result":
+                        answered.add(block["tool_use_id"])
+        for record in off_chain:
+            if record.type != "user":
+                continue
+            blocks = self.blocks(record)
+            ids: list[str] = [
+                block["tool_use_id"] for block in blocks if block["type"] == "tool_result"
+            ]
+            if (
+                not ids
+                or len(ids) != len(blocks)
+                or any(call_id not in calls or call_id in answered for call_id in ids)
+                or len({id(calls[call_id]) for call_id in ids}) != 1
+            ):
+                continue
+            position = drafts.index(calls[ids[0]]) + 1
+            if position == len(drafts) or drafts[position].role != "user":
+                drafts.insert(position, _Draft("user"))
+            drafts[position].records.append(record)
+            drafts[position].records.sort(key=lambda record: record.line)
+            answered.update(ids)
+
+    def messages(self, drafts: Sequence[_Draft]) -> tuple[list[Message], list[_Draft]]:
+        """The messages of the drafts, and the draft each message came from."""
+        messages: list[Message] = []
+        kept: list[_Draft] = []
+        for draft in drafts:
+            content = self._joined(draft)
+            if not content:
+                continue
+            if messages and draft.role == "user" and messages[-1]["role"] == "user":
+                previous = messages[-1]["content"]
+                messages[-1] = {
+                    "role": "user",
+                    "content": _as_blocks(previous) + _as_blocks(content),
+                }
+                kept[-1] = _Draft("user", kept[-1].records + draft.records)
+                continue
+            messages.append({"role": draft.role, "content": content})
+            kept.append(draft)
+        return ordered_results(messages), kept
+
+    def _joined(self, draft: _Draft) -> str | list[Message]:
+        contents = [self.content(record) for record in draft.records]
+        if len(contents) == 1 and isinstance(contents[0], str):
+            return contents[0]
+        blocks: list[Message] = []
+        for content in contents:
+            for block in _as_blocks(content):
+                if draft.role == "assistant" and block in blocks:
+                    continue  # a later snapshot of the same response repeats it
+                blocks.append(block)
+        return blocks
+
+    def requests(self, drafts: Sequence[_Draft]) -> tuple[list[RecordedRequest], str | None]:
+        requests: list[RecordedRequest] = []
+        model: str | None = None
+        for index, draft in enumerate(drafts):
+            if draft.role != "assistant":
+                continue
+            with_usage = [r for r in draft.records if r.data["message"].get("usage") is not None]
+            record = with_usage[-1] if with_usage else draft.records[-1]
+            message = record.data["message"]
+            where = f"{self.name}:{record.line}: message"
+            response_model = message.get("model")
+            if response_model is not None and not isinstance(response_model, str):
+                raise TaskFolderError(
+                    f"{where}.model: expected a string, got {kind(response_model)}"
+                )
+            if response_model == _SYNTHETIC_MODEL:
+                continue
+            model = response_model or model
+            usage = message.get("usage")
+            if usage is None:
+                continue
+            try:
+                recorded = usage_from_sdk(usage, what="usage")
+            except InvalidUsageError as error:
+                raise TaskFolderError(f"{where}.{error}") from None
+            requests.append(RecordedRequest(index, recorded, response_model, where))
+        return requests, model
+
+    # -- one record's content ----------------------------------------------------------------
+
+    def content(self, record: _Record) -> str | list[Message]:
+        """The record's message content in windowkeeper's shape (computed once)."""
+        cached = self._contents.get(id(record))
+        if cached is None:
+            cached = self._convert(record)
+            self._contents[id(record)] = cached
+        return cached
+
+    def blocks(self, record: _Record) -> list[Message]:
+        content = self.content(record)
+        return content if isinstance(content, list) else []
+
+    def _convert(self, record: _Record) -> str | list[Message]:
+        where = f"{self.name}:{record.line}: message"
+        message = record.data.get("message")
+        if not isinstance(message, dict):
+            raise MalformedMessageError(where, f"expected an object, got {kind(message)}")
+        role = message.get("role", record.type)
+        if role != record.type:
+            raise MalformedMessageError(
+                f"{where}.role", f"a {record.type} record holds a {role!r} message"
+            )
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if not isinstance(content, list):
+            raise MalformedMessageError(
+                f"{where}.content", f"expected a string or an array, got {kind(content)}"
+            )
+        blocks: list[Message] = []
+        for position, block in enumerate(content):
+            converted = self._block(block, f"{where}.content[{position}]", record.type)
+            if converted is not None:
+                blocks.append(converted)
+        return blocks
+
+    def _block(self, block: Any, where: str, role: str) -> Message | None:
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise MalformedMessageError(where, "block has no string 'type'")
+        block_type = block["type"]
+        if block_type == "text":
+            text = _field(block, "text", str, where)
+            return text_block(text) if text else None
+        if block_type == "tool_use" and role == "assistant":
+            call_id = _field(block, "id", str, where)
+            if not call_id:
+                raise MalformedMessageError(f"{where}.id", "a tool_use needs a non-empty id")
+            return {
+                "type": "tool_use",
+                "id": call_id,
+                "name": _field(block, "name", str, where),
+                "input": _field(block, "input", dict, where),
+            }
+        if block_type == "tool_result" and role == "user":
+            return self._tool_result(block, where)
+        if block_type == "thinking" and role == "assistant":
+            thinking: Message = {
+                "type": "thinking",
+                "thinking": _field(block, "thinking", str, where),
+            }
+            if "signature" in block:
+                thinking["signature"] = _field(block, "signature", str, where)
+            return thinking
+        if block_type == "redacted_thinking" and role == "assistant":
+            return {"type": "redacted_thinking", "data": _field(block, "data", str, where)}
+        if block_type in ("image", "document"):
+            return dict(block)
+        self.unknown.append(Unknown(where, block_type))
+        return None
+
+    def _tool_result(self, block: Message, where: str) -> Message:
+        call_id = _field(block, "tool_use_id", str, where)
+        result: Message = {"type": "tool_result", "tool_use_id": call_id}
+        content = block.get("content")
+        if isinstance(content, list):
+            parts: list[Message] = []
+            for position, part in enumerate(content):
+                inner = f"{where}.content[{position}]"
+                if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                    raise MalformedMessageError(inner, "block has no string 'type'")
+                if part["type"] not in _RESULT_PARTS:
+                    self.unknown.append(Unknown(inner, part["type"]))
+                elif part["type"] != "text" or _field(part, "text", str, inner):
+                    parts.append(dict(part))
+            result["content"] = parts
+        elif content is not None:
+            result["content"] = _field(block, "content", str, where)
+        if "is_error" in block:
+            result["is_error"] = _field(block, "is_error", bool, where)
+        return result
+
+
+def _field(block: Message, key: str, expected: type, where: str) -> Any:
+    value = block.get(key)
+    if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
+        names = {str: "a string", dict: "an object", bool: "a boolean"}
+        raise MalformedMessageError(
+            f"{where}.{key}", f"expected {names[expected]}, got {kind(value)}"
+        )
+    return value
+
+
+def _as_blocks(content: str | list[Message]) -> list[Message]:
+    if isinstance(content, str):
+        return [text_block(content)] if content else []
+    return list(content)

@@ -1,0 +1,89 @@
+"""Cline's text-block results sent inside the tool_result blocks of their calls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from windowkeeper import ContextManager, validate_messages
+from windowkeeper.session._native_results import ResultPlacer
+
+from ..strategies import TU, A, T, U
+
+
+def test_text_results_become_tool_results_in_place() -> None:
+    """Each call gets the next text result of its tool, at the same block position."""
+    history = [
+        U("task"),
+        A([TU("a", "read_file"), TU("b", "execute_command")]),
+        U(
+            [
+                T("[read_file for 'x.py'] Result:\nprint(1)"),
+                T("[execute_command for 'ls'] Result:\nx.py"),
+                T("<environment_details>env</environment_details>"),
+            ]
+        ),
+    ]
+    before = json.dumps(history)
+    placed = ResultPlacer().place(history)
+    assert json.dumps(history) == before
+    blocks = placed[2]["content"]
+    assert [b["type"] for b in blocks] == ["tool_result", "tool_result", "text"]
+    assert blocks[0] == {
+        "type": "tool_result",
+        "tool_use_id": "a",
+        "content": [{"type": "text", "text": "[read_file for 'x.py'] Result:\nprint(1)"}],
+    }
+    assert blocks[1]["tool_use_id"] == "b"
+    assert validate_messages(placed) == []
+
+
+def test_calls_without_a_text_result_are_left_to_the_repair() -> None:
+    """A call whose tool has no result text stays unanswered; the repair adds its placeholder."""
+    history = [
+        U("task"),
+        A([TU("a", "read_file"), TU("b", "list_files")]),
+        U([T("[read_file for 'x'] Result:\n1")]),
+    ]
+    placed = ResultPlacer().place(history)
+    sent = ContextManager().get_truncated_messages(placed, None)
+    assert [b.get("tool_use_id") for b in sent[2]["content"]] == ["a", "b"]
+    assert sent[2]["content"][1]["content"] == "result missing"
+
+
+def test_native_results_are_not_touched() -> None:
+    """A message that already answers with tool_result blocks is returned as it is."""
+    history: list[Any] = [
+        U("task"),
+        A([TU("a")]),
+        U(
+            [
+                {"type": "tool_result", "tool_use_id": "a", "content": "ok"},
+                T("[read_file for 'x'] Result:"),
+            ]
+        ),
+    ]
+    assert ResultPlacer().place(history)[2] is history[2]
+
+
+def test_the_real_trace_loses_its_placeholders(corpus: Path) -> None:
+    """On the 443-message trace the original sends a placeholder for all 231 calls; placed, few."""
+    path = corpus / "cline-native-gcp-refactor-redacted" / "api_conversation_history.json"
+    history = json.loads(path.read_text("utf-8"))
+    manager = ContextManager()
+
+    def placeholders(messages: list[Any]) -> int:
+        return sum(
+            1
+            for message in messages
+            if isinstance(message["content"], list)
+            for block in message["content"]
+            if block.get("type") == "tool_result" and block.get("content") == "result missing"
+        )
+
+    assert placeholders(manager.get_truncated_messages(history, None)) == 231
+    placed = ResultPlacer().place(history)
+    # Measured: 8 calls have no result of their own; 7 were interrupted ("[TASK RESUMPTION]") and
+    # one question was answered by a plain user message.
+    assert placeholders(manager.get_truncated_messages(placed, None)) == 8

@@ -1,0 +1,162 @@
+"""The evaluation in bench/ stays importable and right, on tiny generated conversations.
+
+Skipped when langchain-core (the bench-only extra, ``make bench`` installs it) is absent.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langchain_core")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "bench"))
+
+from _evaluation import Evaluation, Growth
+from _generated import generated_session
+from _peers import LastTokensPolicy, MaskingPolicy, from_langchain, to_langchain
+from _report import format_report
+from _roo import load_roo_export
+from _runner import (
+    CLINE,
+    LAST_TOKENS,
+    MASKING,
+    POLICIES,
+    WINDOWKEEPER,
+    WindowChoice,
+    make_case,
+    run,
+    windows_for,
+)
+from windowkeeper import context_window_info, validate_messages
+from windowkeeper.tools._replay import Ruler, request_points
+
+HISTORY = generated_session(61)
+CASE = make_case("tiny", "generated", HISTORY)
+CHOICE = WindowChoice(64_000, context_window_info(12_000), True)
+
+
+class TestConversion:
+    def test_round_trip_keeps_every_message(self) -> None:
+        """Anthropic -> LangChain -> Anthropic gives the same messages back."""
+        lc = [
+            part for index, message in enumerate(HISTORY) for part in to_langchain(message, index)
+        ]
+        back, system = from_langchain(lc)
+        assert system is None
+        assert back == [{"role": m["role"], "content": m["content"]} for m in HISTORY]
+
+    def test_text_and_results_share_one_user_message(self) -> None:
+        """A tool result and text in one user message come back as one user message."""
+        message = {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "a", "content": "out"},
+                {"type": "text", "text": "note"},
+            ],
+        }
+        parts = to_langchain(message, 3)
+        assert [type(part).__name__ for part in parts] == ["ToolMessage", "HumanMessage"]
+        assert from_langchain(parts)[0] == [message]
+
+
+class TestPolicies:
+    @pytest.mark.parametrize("policy", [CLINE, WINDOWKEEPER, LAST_TOKENS, MASKING])
+    def test_every_policy_replays_and_measures(self, policy: str) -> None:
+        """Each policy replays the conversation; shares stay within 0-1."""
+        totals = run(CASE, CHOICE, policy).totals
+        assert totals.requests == len(request_points(HISTORY))
+        for share in (totals.mean_reuse, totals.mean_context, totals.mean_messages):
+            assert 0.0 <= share <= 1.0
+        assert totals.cost > 0
+
+    def test_windowkeeper_keeps_within_the_limit_and_the_rules(self) -> None:
+        """The session never sends over the limit nor breaks a provider rule here."""
+        totals = run(CASE, CHOICE, WINDOWKEEPER).totals
+        assert totals.truncations + totals.over_limit > 0 or max(totals.tokens) < 9_600
+        assert totals.over_limit == totals.over_window == totals.violations == 0
+
+    def test_last_tokens_sends_what_langchain_trimmed(self) -> None:
+        """Under the limit LangChain keeps everything; over it, with start_on="human" and only
+        tool results after the task, it keeps nothing (an empty request)."""
+        roomy = LastTokensPolicy(context_window_info(10**7))
+        sent = roomy.send(HISTORY[:41], usage=None, timestamp=1)
+        assert roomy.retained_messages == 41
+        assert not validate_messages(sent.messages)
+        tight = LastTokensPolicy(CHOICE.info)
+        sent = tight.send(HISTORY[:41], usage=None, timestamp=1)
+        assert Ruler().count(HISTORY[:41]) > CHOICE.info.max_allowed_size
+        assert sent.messages == []
+        assert tight.retained_messages == 0
+
+    def test_masking_keeps_the_last_outputs(self) -> None:
+        """All but the last ten tool outputs are replaced by the placeholder."""
+        sent = MaskingPolicy(context_window_info(10**7)).send(HISTORY, usage=None, timestamp=1)
+        texts = [
+            block["content"]
+            for message in sent.messages
+            if isinstance(message["content"], list)
+            for block in message["content"]
+            if block.get("type") == "tool_result"
+        ]
+        masked = [text for text in texts if str(text).startswith("Old environment output")]
+        assert len(texts) - len(masked) == 10
+
+
+def test_roo_export_is_read_as_alternating_turns(tmp_path: Path) -> None:
+    """A Roo Code export becomes user/assistant messages with the result header apart."""
+    export = tmp_path / "task.md"
+    export.write_text(
+        "**User:**\n\n<task>\nDo it\n</task>\n\n---\n\n**Assistant:**\n\n<read_file>\n"
+        "<path>a.md</path>\n</read_file>\n\n---\n\n**User:**\n\n[read_file for 'a.md'] Result:"
+        "\nbody\n<environment_details>\nx\n</environment_details>\n",
+        encoding="utf-8",
+    )
+    messages = load_roo_export(export)
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert [b["text"] for b in messages[2]["content"]] == [
+        "[read_file for 'a.md'] Result:",
+        "body",
+        "<environment_details>\nx\n</environment_details>",
+    ]
+    assert not validate_messages(messages)
+
+
+def test_report_renders(tmp_path: Path) -> None:
+    """The report has a table per trace and the targets, from a tiny evaluation."""
+    case = make_case("cline-gcp-443", "generated", HISTORY)
+    choices = windows_for(case)
+    runs = {(case.name, c.nominal, p): run(case, c, p) for c in choices for p in POLICIES[:4]}
+    timing = {
+        (c.nominal, p): runs[case.name, c.nominal, p].totals.times_ms
+        for c in choices
+        for p in POLICIES[:4]
+    }
+    growth = Growth(messages=61, window=12_000, lengths=(20, 61))
+    growth.times = {
+        p: list(
+            zip(
+                runs[case.name, choices[0].nominal, p].totals.lengths,
+                runs[case.name, choices[0].nominal, p].totals.times_ms,
+                strict=True,
+            )
+        )
+        for p in POLICIES[:4]
+    }
+    evaluation = Evaluation(
+        machine="test",
+        command="pytest",
+        date="today",
+        cases=[case],
+        windows={case.name: choices},
+        runs=runs,
+        timing=timing,
+        timing_parts={},
+        timing_rounds=1,
+        growth=growth,
+    )
+    report = format_report(evaluation, [])
+    assert "## Targets for windowkeeper's default policy" in report
+    assert report.count("| --- |") >= 4
