@@ -9,6 +9,7 @@
     ├── TaskFolderError (+ ValueError)          a task-folder file that cannot be read, with file and JSON path
     ├── ConfigurationError (+ ValueError, TypeError)  an argument of the wrong type or value, named
     ├── ContextOverflowError                    nothing can make the request fit the window
+    ├── StepError (+ RuntimeError)             a shrink step that changed nothing or never stopped (a bug)
     ├── CorruptStoreError (+ ValueError)        context_history.json not in the original's layout (overwrites)
     ├── ModelTableError (+ ValueError)          a model table entry that cannot be read (models)
     ├── TraceError (+ ValueError)               an input the command cannot read as a trace (trace)
@@ -69,3 +70,10 @@ class ContextOverflowError(WindowkeeperError):
 
 class TraceError(WindowkeeperError, ValueError):
     """An input file is not a trace windowkeeper can read; the message names the file."""
+
+
+class StepError(WindowkeeperError, RuntimeError):
+    """A shrink step broke its contract: an action that changed nothing, or no end to its rounds.
+
+    It is a bug in that step, reported instead of looping forever.
+    """

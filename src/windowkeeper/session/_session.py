@@ -40,7 +40,7 @@ from ..core._messages import Message, shared_prefix
 from ..core._notices import TRUNCATION_NOTICE
 from ..core._overwrites import CorruptStoreError, OverwriteStore
 from ..core._pairing import OrphanResults
-from ..core._truncation import DeletedRange, Keep, check_range, next_range, visible_start
+from ..core._truncation import DeletedRange, check_range, visible_start
 from ..core._usage import TokenUsage
 from ..core._window import ContextWindowInfo, context_window_info
 from ..formats import from_anthropic, responses
@@ -48,7 +48,6 @@ from ..formats._wire import Repair, WireShaper, anthropic_message, openai_messag
 from ..storage import Commit, SessionStore, TaskFolderStore
 from ._alternation import RoleMerger, merge_same_roles
 from ._clipping import MIN_KEPT_CHARS, Clip, apply_clips, clippable_blocks
-from ._masking import mask_old_context
 from ._models import model_window
 from ._native_reads import NativeReadDetector
 from ._native_results import ResultPlacer
@@ -56,6 +55,15 @@ from ._openai_history import OpenAIHistory, OpenAIShaper
 from ._sdk import message_from_sdk, usage_from_sdk
 from ._tokens import CalibratedEstimator, TokenCounter
 from ._tool_ids import UniqueToolIds
+from .steps import (
+    Action,
+    Draft,
+    ReplaceDuplicateReads,
+    Step,
+    default_steps,
+    newest_turn,
+    run_steps,
+)
 
 __all__ = [
     "Checkpoint",
@@ -90,6 +98,7 @@ class Prepared:
     clipped: tuple[Clip, ...] = ()  # clips added while preparing (on arrival or to fit)
     ignored_stale_usage: bool = False  # usage described a context that no longer exists
     repairs: tuple[Repair, ...] = ()  # what was changed so the provider accepts the request
+    actions: tuple[Action, ...] = ()  # what shrank the request, in order (see session.steps)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,12 +202,16 @@ def _check_system(system: Any) -> None:
     )
 
 
-def _last_turn(history: Sequence[Message]) -> range:
-    """Indices of the newest turn: the user messages after the last assistant one (not 0-1)."""
-    start = len(history)
-    while start > 2 and history[start - 1].get("role") == "user":
-        start -= 1
-    return range(start, len(history))
+def _check_steps(steps: Any) -> list[Step]:
+    if isinstance(steps, str | bytes | Mapping) or not isinstance(steps, Sequence):
+        raise ConfigurationError(f"steps must be a list of steps, got {type(steps).__name__}")
+    for position, step in enumerate(steps):
+        if not isinstance(step, Step) or not isinstance(step.name, str):
+            raise ConfigurationError(
+                f"steps[{position}] must be a step (name, repeats, apply(draft)),"
+                f" got {type(step).__name__}"
+            )
+    return list(steps)
 
 
 class ContextSession:
@@ -216,6 +229,10 @@ class ContextSession:
     head and tail; None never clips on arrival); when a request must shrink, tool outputs older
     than the last ``mask_keep_recent`` are masked first (None never masks), and the session shrinks
     it to ``shrink_target`` of the limit, so that shrinking, which costs prompt-cache reuse, is rare;
+    ``steps`` replaces those remedies with your own list of
+    :class:`~windowkeeper.session.steps.Step` objects (default: duplicate reads, masking, hiding
+    turns, clipping; ``mask_keep_recent`` then plays no part), each reported in
+    ``Prepared.actions``;
     ``task_dir`` persists everything: each call that changes the session (``append``, ``extend``,
     ``record_usage``, ``prepare``, ``rollback``) has written it when it returns, so reopening the
     folder resumes exactly where the last call left; ``clock`` returns milliseconds since the
@@ -241,6 +258,7 @@ class ContextSession:
         shrink_target: float = 0.6,
         format: Literal["anthropic", "openai", "responses"] = "anthropic",
         clock: Callable[[], int] | None = None,
+        steps: Sequence[Step] | None = None,
     ) -> None:
         self._info = _window(context_window, model)
         if task_dir is not None and store is not None:
@@ -275,6 +293,7 @@ class ContextSession:
         if not (isinstance(shrink_target, int | float) and 0 < shrink_target <= 1):
             raise ConfigurationError(f"shrink_target must be in (0, 1], got {shrink_target!r}")
         self._mask_keep_recent = mask_keep_recent
+        self._steps = _check_steps(steps) if steps is not None else default_steps(mask_keep_recent)
         self._shrink_target = shrink_target
         self._max_output_tokens = _count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
@@ -541,11 +560,20 @@ class ContextSession:
         state = self._state
         clips: dict[tuple[int, int], Clip] = {}
         view = self._view()
+        actions: list[Action] = []
         for arrived in self._arrival_clips(view):
             clips[arrived.message_index, arrived.block_index] = arrived
             state.clips.append(arrived)
         if clips:
             view = self._view()
+            arrivals = tuple(clips.values())
+            actions.append(
+                Action(
+                    "clip-on-arrival",
+                    tuple(sorted({c.message_index for c in arrivals})),
+                    clips=arrivals,
+                )
+            )
         usage = state.usage
         stale = usage is not None and state.usage_generation != state.generation
         self._manager.last_replaced = frozenset()
@@ -557,80 +585,47 @@ class ContextSession:
             deleted_range=state.deleted_range,
         )
         replaced = set(self._manager.last_replaced)
+        if replaced:
+            actions.append(Action("reported-usage-reads", tuple(sorted(replaced))))
         range_changed = result.updated_deleted_range
         if range_changed:
             self._set_range(result.deleted_range)
+            actions.append(Action("reported-usage-truncation", deleted_range=result.deleted_range))
         messages = self._visible(result.truncated_history)
         estimate = self._estimate(messages, system, tools, reserve)
         limit = self._info.max_allowed_size
         acted = estimate > limit
         if acted:
-            changed, altered = self._manager.apply_context_optimizations(
-                view, visible_start(state.deleted_range), now
+            draft = Draft(
+                history=self._history,
+                decisions=state,
+                manager=self._manager,
+                view_of=self._view,
+                measure=lambda view: self._measured(view, system, tools, reserve),
+                view=view,
+                messages=messages,
+                estimate=estimate,
+                now=now,
+                limit=limit,
+                target=limit * self._shrink_target,
             )
-            replaced |= altered
-            if changed:
-                messages = self._render(view)
-                estimate = self._estimate(messages, system, tools, reserve)
-            target = limit * self._shrink_target
-            if estimate > target and self._mask_keep_recent is not None:
-                masked = mask_old_context(
-                    view,
-                    visible_start(state.deleted_range),
-                    self._manager.store,
-                    now,
-                    self._mask_keep_recent,
+            shrunk = run_steps(self._steps, draft)
+            actions += shrunk
+            messages, estimate = draft.messages, draft.estimate
+            for action in shrunk:
+                if action.step == ReplaceDuplicateReads.name:
+                    replaced.update(action.messages)
+                range_changed = range_changed or action.deleted_range is not None
+                for clip in action.clips:
+                    clips[clip.message_index, clip.block_index] = clip
+            if estimate > limit:
+                raise ContextOverflowError(
+                    f"the smallest request this session can send is about {estimate:,} tokens"
+                    f" (including {reserve:,} reserved for output), over the limit of"
+                    f" {limit:,} for a {self._info.context_window:,}-token window",
+                    estimated_tokens=estimate,
+                    limit=limit,
                 )
-                if masked:
-                    messages = self._render(view)
-                    estimate = self._estimate(messages, system, tools, reserve)
-            # Each round hides more: a candidate that does not end later than the current range
-            # (next_range steps back over a run of user messages) ends the loop.
-            while estimate > target:
-                first = Keep.QUARTER if estimate / 2 > limit else Keep.HALF
-                current = state.deleted_range
-                end_now = current[1] if current is not None else 1
-                # The answer the newest turn replies to stays (its tool results are in it).
-                ceiling = _last_turn(view).start - 1
-                # On a short rest, half or a quarter may hide nothing: then all but the newest
-                # turn. A candidate that does not end later than the current range is no move.
-                candidate = next(
-                    (
-                        grown
-                        for keep in (first, Keep.QUARTER, Keep.LAST_TWO)
-                        if end_now < (grown := next_range(view, current, keep))[1] < ceiling
-                    ),
-                    None,
-                )
-                if candidate is None:
-                    break
-                self._manager._add_truncation_notice(now)
-                self._set_range(candidate)
-                range_changed = True
-                messages = self._render(view)
-                estimate = self._estimate(messages, system, tools, reserve)
-            # Each round keeps fewer characters of one block, down to MIN_KEPT_CHARS: it ends.
-            while estimate > limit:
-                tighter = self._next_clip(estimate, limit)
-                if tighter is None:
-                    raise ContextOverflowError(
-                        f"the smallest request this session can send is about {estimate:,} tokens"
-                        f" (including {reserve:,} reserved for output), over the limit of"
-                        f" {limit:,} for a {self._info.context_window:,}-token window",
-                        estimated_tokens=estimate,
-                        limit=limit,
-                    )
-                clips[tighter.message_index, tighter.block_index] = tighter
-                state.clips = [
-                    c
-                    for c in state.clips
-                    if (c.message_index, c.block_index)
-                    != (tighter.message_index, tighter.block_index)
-                ]
-                state.clips.append(tighter)
-                view = self._view()
-                messages = self._render(view)
-                estimate = self._estimate(messages, system, tools, reserve)
         self._commit(state)
         self._last = _LastRequest(messages, system, tools, now, state.generation)
         sent = self._to_openai.to_openai(messages) if self._openai is not None else messages
@@ -648,6 +643,7 @@ class ContextSession:
             clipped=tuple(clips.values()),
             ignored_stale_usage=stale,
             repairs=self._id_repairs() + self._orphaned + repairs,
+            actions=tuple(actions),
         )
 
     def _id_repairs(self) -> tuple[Repair, ...]:
@@ -671,6 +667,16 @@ class ContextSession:
         reserve: int,
     ) -> int:
         return self._counter.count(messages, system=system, tools=tools) + reserve
+
+    def _measured(
+        self,
+        view: list[Message],
+        system: Any,
+        tools: Sequence[Mapping[str, Any]] | None,
+        reserve: int,
+    ) -> tuple[list[Message], int]:
+        messages = self._render(view)
+        return messages, self._estimate(messages, system, tools, reserve)
 
     def _render(self, view: list[Message]) -> list[Message]:
         sent = self._manager.get_truncated_messages(view, self._state.deleted_range)
@@ -699,32 +705,6 @@ class ContextSession:
         )
         return fixed
 
-    def _next_clip(self, estimate: int, limit: float) -> Clip | None:
-        """A tighter clip that removes the excess, or None when nothing can be cut further.
-
-        The newest turn's largest result first (every user message after the last assistant
-        one: a tool result can be followed by the user's own text); when that is cut as far as
-        it goes, the largest block of any other message still sent (the first pair stays whole),
-        the last resort before the request cannot fit.
-        """
-        current = {(clip.message_index, clip.block_index): clip.kept for clip in self._state.clips}
-        # Four characters per token over-cuts for typical text; the caller re-estimates anyway.
-        excess_chars = int((estimate - limit) * 4) + 1
-        newest = _last_turn(self._history)
-        sent = range(max(visible_start(self._state.deleted_range), 2), newest.start)
-        for indices in (newest, sent):
-            candidates = [
-                (size, index, block_index)
-                for index in indices
-                for block_index, size in clippable_blocks(self._history[index])
-            ]
-            for size, index, block_index in sorted(candidates, reverse=True):
-                kept_now = min(size, current.get((index, block_index), size))
-                kept = max(MIN_KEPT_CHARS, kept_now - excess_chars)
-                if kept < kept_now:
-                    return Clip(index, block_index, kept)
-        return None
-
     def _arrival_clips(self, view: list[Message]) -> list[Clip]:
         """Clips for results of the newest turn that alone would take more than their share.
 
@@ -739,7 +719,7 @@ class ContextSession:
         budget = max(MIN_KEPT_CHARS, int(self._info.max_allowed_size * share * 3))
         return [
             Clip(index, block_index, budget)
-            for index in _last_turn(self._history)
+            for index in newest_turn(self._history)
             if index not in clipped
             for block_index, size in clippable_blocks(view[index])
             if size > budget

@@ -1,0 +1,37 @@
+"""The steps that shrink a request over its budget, in the order a session runs them.
+
+``ContextSession(steps=...)`` takes a list of :class:`Step` objects; the default,
+:func:`default_steps`, is duplicate reads, masking, hiding turns, clipping. Each reports what it
+did as an :class:`Action` (``Prepared.actions``).
+"""
+
+from __future__ import annotations
+
+from ._clip_blocks import ClipLargeBlocks
+from ._duplicate_reads import ReplaceDuplicateReads
+from ._hide_turns import HideOldTurns
+from ._mask_outputs import MaskOldOutputs
+from ._protocol import Action, Draft, Step, newest_turn
+from ._runner import run_steps
+
+__all__ = [
+    "Action",
+    "ClipLargeBlocks",
+    "Draft",
+    "HideOldTurns",
+    "MaskOldOutputs",
+    "ReplaceDuplicateReads",
+    "Step",
+    "default_steps",
+    "newest_turn",
+    "run_steps",
+]
+
+
+def default_steps(mask_keep_recent: int | None = 2) -> list[Step]:
+    """Today's remedies in today's order; ``mask_keep_recent=None`` leaves masking out."""
+    steps: list[Step] = [ReplaceDuplicateReads()]
+    if mask_keep_recent is not None:
+        steps.append(MaskOldOutputs(mask_keep_recent))
+    steps += [HideOldTurns(), ClipLargeBlocks()]
+    return steps

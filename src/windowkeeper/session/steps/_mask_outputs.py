@@ -1,0 +1,36 @@
+"""Masking: old tool outputs become a short placeholder before any turn is hidden."""
+
+from __future__ import annotations
+
+from ..._errors import ConfigurationError
+from ...core._truncation import visible_start
+from .._masking import mask_old_context
+from ._protocol import Action, Draft
+
+__all__ = ["MaskOldOutputs"]
+
+
+class MaskOldOutputs:
+    """Mask tool outputs older than the last ``keep_recent`` (never the newest turn's), once.
+
+    Runs only while the request is over its target: a masked block stays masked, so every
+    later request is smaller for it and the cached prefix changes once, not every turn.
+    """
+
+    name = "mask-outputs"
+    repeats = False
+
+    def __init__(self, keep_recent: int = 2) -> None:
+        if isinstance(keep_recent, bool) or not isinstance(keep_recent, int) or keep_recent < 0:
+            raise ConfigurationError(f"keep_recent must be a non-negative int, got {keep_recent!r}")
+        self.keep_recent = keep_recent
+
+    def apply(self, draft: Draft) -> Action | None:
+        if draft.estimate <= draft.target:
+            return None
+        masked = mask_old_context(
+            draft.view, visible_start(draft.deleted_range), draft.store, draft.now, self.keep_recent
+        )
+        if not masked:
+            return None
+        return Action(self.name, messages=tuple(sorted(masked)))

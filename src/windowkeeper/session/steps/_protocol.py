@@ -1,0 +1,188 @@
+"""What a shrink step sees and may change (:class:`Draft`), what it reports (:class:`Action`).
+
+A request that is over the limit is shrunk by a list of steps, each a small object with a
+``name``, a ``repeats`` flag and an ``apply(draft)`` method that applies one batch of changes
+and returns an :class:`Action`, or None when it can do no more. A step changes the request in
+only three ways, each checked by the draft: it records content edits in the overwrite store
+(dated ``draft.now``), it hides more turns (:meth:`Draft.hide`, a range that extends the
+current one), or it clips one more block (:meth:`Draft.clip`, tighter than before).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ..._errors import StepError
+from ...cline._manager import ContextManager
+from ...core._messages import Message
+from ...core._overwrites import OverwriteStore
+from ...core._truncation import DeletedRange
+from .._clipping import Clip
+
+__all__ = ["Action", "Decisions", "Draft", "Step", "newest_turn"]
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One batch a step applied: which step, what it changed, and the estimate around it.
+
+    ``messages`` are the history indices whose content changed; ``deleted_range`` is the range
+    after a step that hid turns; ``clips`` the clips a step added. The token counts are the
+    session's estimate of the whole request before and after (None where nothing was measured,
+    as for decisions driven by the provider's reported usage).
+    """
+
+    step: str
+    messages: tuple[int, ...] = ()
+    deleted_range: DeletedRange | None = None
+    clips: tuple[Clip, ...] = ()
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+
+
+@runtime_checkable
+class Step(Protocol):
+    """One remedy for a request over its budget; see the module docstring."""
+
+    @property
+    def name(self) -> str:
+        """A short stable name, the ``step`` of the actions it reports."""
+        ...
+
+    @property
+    def repeats(self) -> bool:
+        """Whether the runner calls it again after an action (until it returns None)."""
+        ...
+
+    def apply(self, draft: Draft) -> Action | None:
+        """Apply one batch to ``draft`` and report it, or return None to pass."""
+        ...
+
+
+class Decisions(Protocol):
+    """The part of a session's state the steps change: the range and the clips."""
+
+    deleted_range: DeletedRange | None
+    generation: int
+    clips: list[Clip]
+
+
+def newest_turn(history: Sequence[Message]) -> range:
+    """Indices of the newest turn: the user messages after the last assistant one (not 0-1)."""
+    start = len(history)
+    while start > 2 and history[start - 1].get("role") == "user":
+        start -= 1
+    return range(start, len(history))
+
+
+class Draft:
+    """The request being shrunk, re-measured by the runner after every action.
+
+    ``history`` is the full history as appended; ``view`` is what the manager sees (ids made
+    unique, text results placed, clips applied); ``messages`` and ``estimate`` are the request
+    as it would be sent now and its size by the session's counter. ``limit`` is the window's
+    ``max_allowed_size``; ``target`` the size a shrinking request aims at (``shrink_target`` of
+    the limit), so that shrinking, which costs prompt-cache reuse, is rare.
+    """
+
+    __slots__ = (
+        "_decisions",
+        "_measure",
+        "_stale_view",
+        "_view_of",
+        "estimate",
+        "history",
+        "limit",
+        "manager",
+        "messages",
+        "now",
+        "target",
+        "view",
+    )
+
+    def __init__(
+        self,
+        *,
+        history: Sequence[Message],
+        decisions: Decisions,
+        manager: ContextManager,
+        view_of: Callable[[], list[Message]],
+        measure: Callable[[list[Message]], tuple[list[Message], int]],
+        view: list[Message],
+        messages: list[Message],
+        estimate: int,
+        now: int,
+        limit: float,
+        target: float,
+    ) -> None:
+        self.history = history
+        self.manager = manager
+        self.view = view
+        self.messages = messages
+        self.estimate = estimate
+        self.now = now
+        self.limit = limit
+        self.target = target
+        self._decisions = decisions
+        self._view_of = view_of
+        self._measure = measure
+        self._stale_view = False
+
+    @property
+    def store(self) -> OverwriteStore:
+        """The overwrite store: a step's content edits go here, dated ``now``."""
+        return self.manager.store
+
+    @property
+    def deleted_range(self) -> DeletedRange | None:
+        """The range hidden now."""
+        return self._decisions.deleted_range
+
+    @property
+    def clips(self) -> tuple[Clip, ...]:
+        """The clips in force now."""
+        return tuple(self._decisions.clips)
+
+    def hide(self, deleted_range: DeletedRange) -> None:
+        """Hide more turns: ``deleted_range`` must extend the current range and leave a message."""
+        current = self._decisions.deleted_range
+        start, end = deleted_range
+        if (
+            start < 2
+            or (current is not None and start != current[0])
+            or end <= (current[1] if current is not None else 1)
+            or end >= len(self.history)
+        ):
+            raise StepError(
+                f"a step hid {deleted_range} over {current} in a history of"
+                f" {len(self.history)} messages: a new range keeps its start and ends later"
+            )
+        self._decisions.deleted_range = deleted_range
+        self._decisions.generation += 1  # usage reported before describes a context now gone
+
+    def clip(self, clip: Clip) -> None:
+        """Clip one more block: tighter than any clip it has, in a message of the history."""
+        if not 0 <= clip.message_index < len(self.history):
+            raise StepError(f"a step clipped message {clip.message_index}, not in the history")
+        key = (clip.message_index, clip.block_index)
+        others = [c for c in self._decisions.clips if (c.message_index, c.block_index) != key]
+        before = [c.kept for c in self._decisions.clips if (c.message_index, c.block_index) == key]
+        if before and clip.kept >= min(before):
+            raise StepError(f"a step re-clipped {key} to {clip.kept}, not tighter than {before}")
+        others.append(clip)
+        self._decisions.clips[:] = others
+        self._stale_view = True
+
+    def refresh(self) -> None:
+        """Re-render and re-measure the request after an action (the runner's job)."""
+        if self._stale_view:
+            self.view = self._view_of()
+            self._stale_view = False
+        self.messages, self.estimate = self._measure(self.view)
+
+    def fingerprint(self) -> tuple[object, ...]:
+        """What an action must change: the range, the clips, the store or the estimate."""
+        decisions = self._decisions
+        return (decisions.deleted_range, tuple(decisions.clips), self.store.revision, self.estimate)

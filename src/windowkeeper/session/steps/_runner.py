@@ -1,0 +1,49 @@
+"""Runs the shrink steps in order, with a guarantee that it ends."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from ..._errors import StepError
+from ._protocol import Action, Draft, Step
+
+__all__ = ["run_steps"]
+
+
+def _round_limit(draft: Draft) -> int:
+    """More rounds than any honest repeating step can take: one per block, four times over."""
+    blocks = sum(
+        len(content) if isinstance(content := message.get("content"), list) else 1
+        for message in draft.history
+    )
+    return 16 + 4 * (blocks + len(draft.history))
+
+
+def run_steps(steps: Sequence[Step], draft: Draft) -> list[Action]:
+    """Apply each step's batches to ``draft``, re-measuring after each; return what they did.
+
+    A step that does not repeat is called once. One that repeats is called until it returns
+    None. An action that changes neither the range, the clips, the store nor the estimate is a
+    bug in its step, and so is a step that never stops: both raise :class:`StepError` instead
+    of looping.
+    """
+    actions: list[Action] = []
+    limit = _round_limit(draft)
+    for step in steps:
+        for _round in range(limit):
+            before, tokens = draft.fingerprint(), draft.estimate
+            action = step.apply(draft)
+            if action is None:
+                break
+            draft.refresh()
+            if draft.fingerprint() == before:
+                raise StepError(
+                    f"step {step.name!r} reported {action} but changed nothing in the request"
+                )
+            actions.append(replace(action, tokens_before=tokens, tokens_after=draft.estimate))
+            if not step.repeats:
+                break
+        else:
+            raise StepError(f"step {step.name!r} did not stop after {limit} rounds")
+    return actions
