@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, cast
 
 from ..core._file_reads import (
     SAVINGS_THRESHOLD,
@@ -21,7 +21,7 @@ from ..core._file_reads import (
     apply_read_replacements,
     savings_ratio,
 )
-from ..core._messages import CheckMemo, Message, block_text
+from ..core._messages import CheckMemo, Message, MessageInput, MessageT, block_text
 from ..core._notices import CONTINUE_NOTICE, TRUNCATION_NOTICE
 from ..core._overwrites import EditType, OverwriteStore, text_update
 from ..core._pairing import RepairMemo
@@ -38,22 +38,36 @@ logger = logging.getLogger("windowkeeper")
 TaskDir = str | os.PathLike[str] | None
 
 
+def _dicts(history: Sequence[MessageInput]) -> Sequence[Message]:
+    """``history`` as the core types it: the check that follows refuses any message not a dict."""
+    return cast("Sequence[Message]", history)
+
+
+def _same_type(history: Sequence[MessageT], sent: list[Message]) -> list[MessageT]:
+    """``sent`` typed as ``history``'s messages: they are those, or copies that keep their shape."""
+    return cast("list[MessageT]", sent)
+
+
 @dataclass(frozen=True, slots=True)
-class ContextResult:
-    """What to send for one request, and whether the deleted range changed."""
+class ContextResult(Generic[MessageT]):
+    """What to send for one request, and whether the deleted range changed.
+
+    ``truncated_history`` holds messages of the type given (for a type checker; at run time
+    dicts): the history's own, or copies of them with text replaced and tool results repaired.
+    """
 
     deleted_range: DeletedRange | None
     updated_deleted_range: bool
-    truncated_history: list[Message]
+    truncated_history: list[MessageT]
 
 
 @dataclass(frozen=True, slots=True)
-class FileReadOptimization:
-    """The outcome of replacing duplicate reads in memory."""
+class FileReadOptimization(Generic[MessageT]):
+    """The outcome of replacing duplicate reads in memory (messages typed as the history's)."""
 
     any_context_updates: bool
     need_to_truncate: bool
-    optimized_history: list[Message]
+    optimized_history: list[MessageT]
 
 
 class ContextManager:
@@ -124,7 +138,7 @@ class ContextManager:
 
     def get_new_context_messages_and_metadata(
         self,
-        history: Sequence[Message],
+        history: Sequence[MessageT],
         *,
         usage: UsageLike | None,
         timestamp: int,
@@ -132,7 +146,7 @@ class ContextManager:
         deleted_range: DeletedRange | None = None,
         task_dir: TaskDir = None,
         use_auto_condense: bool = False,
-    ) -> ContextResult:
+    ) -> ContextResult[MessageT]:
         """The per-request entry point: maybe shrink the context, then build what is sent.
 
         When the previous request (``usage``, sent at ``timestamp``) reached ``max_allowed_size``,
@@ -141,7 +155,8 @@ class ContextManager:
         half the total still exceeds the limit). The store is saved to ``task_dir`` when it
         changed. With ``use_auto_condense`` the decision is skipped, as in the original.
         """
-        self._checks.check_history(history)
+        messages = _dicts(history)
+        self._checks.check_history(messages)
         deleted_range = check_range(deleted_range)
         updated = False
         if not use_auto_condense and usage is not None:
@@ -150,44 +165,46 @@ class ContextManager:
             if total >= limit:
                 keep = Keep.QUARTER if total / 2 > limit else Keep.HALF
                 start = visible_start(deleted_range)
-                any_updates, altered = self._optimize(history, start, timestamp)
+                any_updates, altered = self._optimize(messages, start, timestamp)
                 need_to_truncate = True
                 if any_updates:
-                    ratio = savings_ratio(history, self.store, deleted_range, altered)
+                    ratio = savings_ratio(messages, self.store, deleted_range, altered)
                     need_to_truncate = ratio < SAVINGS_THRESHOLD
                 if need_to_truncate:
                     any_updates = self._add_truncation_notice(timestamp) or any_updates
-                    deleted_range = next_range(history, deleted_range, keep)
+                    deleted_range = next_range(messages, deleted_range, keep)
                     updated = True
                 if any_updates:
                     self._save_if(task_dir)
-        messages = truncated_messages(
-            history, deleted_range, self.store, self._repairs, self._edits
-        )
-        return ContextResult(deleted_range, updated, messages)
+        sent = truncated_messages(messages, deleted_range, self.store, self._repairs, self._edits)
+        return ContextResult(deleted_range, updated, _same_type(history, sent))
 
     def get_next_truncation_range(
-        self, history: Sequence[Message], deleted_range: DeletedRange | None, keep: Keep | str
+        self, history: Sequence[MessageInput], deleted_range: DeletedRange | None, keep: Keep | str
     ) -> DeletedRange:
         """The next, larger, deleted range (see :func:`windowkeeper.core._truncation.next_range`)."""
-        self._checks.check_history(history)
-        return next_range(history, check_range(deleted_range), keep)
+        messages = _dicts(history)
+        self._checks.check_history(messages)
+        return next_range(messages, check_range(deleted_range), keep)
 
     def get_truncated_messages(
-        self, history: Sequence[Message], deleted_range: DeletedRange | None
-    ) -> list[Message]:
+        self, history: Sequence[MessageT], deleted_range: DeletedRange | None
+    ) -> list[MessageT]:
         """What is sent: messages 0-1, the visible rest, overwrites applied, pairing repaired."""
-        self._checks.check_history(history)
-        return truncated_messages(
-            history, check_range(deleted_range), self.store, self._repairs, self._edits
+        messages = _dicts(history)
+        self._checks.check_history(messages)
+        sent = truncated_messages(
+            messages, check_range(deleted_range), self.store, self._repairs, self._edits
         )
+        return _same_type(history, sent)
 
     def apply_context_optimizations(
-        self, history: Sequence[Message], start_index: int, timestamp: int
+        self, history: Sequence[MessageInput], start_index: int, timestamp: int
     ) -> tuple[bool, set[int]]:
         """Replace duplicate file reads from ``start_index`` on; return (changed, altered indices)."""
-        self._checks.check_history(history)
-        return self._optimize(history, start_index, timestamp)
+        messages = _dicts(history)
+        self._checks.check_history(messages)
+        return self._optimize(messages, start_index, timestamp)
 
     def _optimize(
         self, history: Sequence[Message], start_index: int, timestamp: int
@@ -198,19 +215,20 @@ class ContextManager:
         return changed, altered
 
     def attempt_file_read_optimization_in_memory(
-        self, history: Sequence[Message], deleted_range: DeletedRange | None, timestamp: int
-    ) -> FileReadOptimization:
+        self, history: Sequence[MessageT], deleted_range: DeletedRange | None, timestamp: int
+    ) -> FileReadOptimization[MessageT]:
         """Replace duplicate reads and report whether truncation is still needed; no disk I/O."""
-        self._checks.check_history(history)
+        messages = _dicts(history)
+        self._checks.check_history(messages)
         deleted_range = check_range(deleted_range)
-        changed, altered = self._optimize(history, visible_start(deleted_range), timestamp)
+        changed, altered = self._optimize(messages, visible_start(deleted_range), timestamp)
         if not changed:
             return FileReadOptimization(False, True, list(history))
-        ratio = savings_ratio(history, self.store, deleted_range, altered)
+        ratio = savings_ratio(messages, self.store, deleted_range, altered)
         optimized = truncated_messages(
-            history, deleted_range, self.store, self._repairs, self._edits
+            messages, deleted_range, self.store, self._repairs, self._edits
         )
-        return FileReadOptimization(True, ratio < SAVINGS_THRESHOLD, optimized)
+        return FileReadOptimization(True, ratio < SAVINGS_THRESHOLD, _same_type(history, optimized))
 
     # -- notices and rollback --------------------------------------------------------------
 
@@ -233,15 +251,16 @@ class ContextManager:
         return True
 
     def trigger_apply_standard_context_truncation_notice_change(
-        self, timestamp: int, task_dir: TaskDir, history: Sequence[Message]
+        self, timestamp: int, task_dir: TaskDir, history: Sequence[MessageInput]
     ) -> None:
         """Set the truncation notice on message 1 and replace the task text of message 0.
 
         Each is added only when that message has no entry yet; saves when either was added.
         """
-        self._checks.check_history(history)
+        messages = _dicts(history)
+        self._checks.check_history(messages)
         notice_added = self._add_truncation_notice(timestamp)
-        task_replaced = self._replace_first_user_message(timestamp, history)
+        task_replaced = self._replace_first_user_message(timestamp, messages)
         if notice_added or task_replaced:
             self._save_if(task_dir)
 

@@ -2,8 +2,10 @@
 
 Messages are plain dicts in the Anthropic Messages shape: ``{"role": "user" | "assistant",
 "content": str | list[block]}``. Unknown keys and block types are carried through untouched.
-The TypedDicts below document the shapes for callers and type checkers; functions accept any
-dict of that shape.
+The TypedDicts below document the shapes for callers and type checkers. Inputs are typed with
+the ``Mapping``-based aliases (:data:`MessageInput`, :data:`SystemPrompt`), so that the SDKs'
+own TypedDicts (``anthropic.types.MessageParam``, OpenAI's message params) type-check as
+arguments: mypy never treats a TypedDict as a ``dict[str, Any]``, only as a ``Mapping``.
 
 Nothing here mutates its argument: setters return copies (copy-on-write), sharing every part
 they did not change.
@@ -12,17 +14,21 @@ they did not change.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
-from typing import Any, Literal, NotRequired, TypedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, NotRequired, TypedDict, TypeVar
 
 from .._errors import MalformedMessageError
 
 __all__ = [
     "ROLES",
     "CheckMemo",
+    "ContentBlock",
     "ImageBlock",
     "Message",
     "MessageDict",
+    "MessageInput",
+    "MessageT",
+    "SystemPrompt",
     "TextBlock",
     "ToolResultBlock",
     "ToolUseBlock",
@@ -37,7 +43,23 @@ __all__ = [
 ]
 
 Message = dict[str, Any]
-"""A message as windowkeeper handles it: a dict in the Anthropic Messages shape."""
+"""A message as windowkeeper handles and returns it: a dict in the Anthropic Messages shape."""
+
+MessageInput = Mapping[str, Any]
+"""A message as windowkeeper accepts it: a plain dict or a TypedDict of the message's shape.
+
+A ``Mapping`` rather than a ``dict`` only for the type checker, which accepts any TypedDict (the
+SDKs' message params included) as a ``Mapping[str, Any]``; at run time it is a dict, as every
+TypedDict is, and anything else is refused with :class:`MalformedMessageError`.
+"""
+
+MessageT = TypeVar("MessageT", bound=MessageInput)
+"""The caller's own message type, for functions that give back the messages they were given
+(or copies with some text replaced and tool results repaired, which keep the shape)."""
+
+SystemPrompt = str | Sequence[Mapping[str, Any]]
+"""Anthropic's ``system`` parameter: a string, or text blocks ``{"type": "text", "text": ...}``
+(extra keys such as ``cache_control`` are kept); ``anthropic.types.TextBlockParam`` lists fit."""
 
 ROLES = frozenset({"user", "assistant"})
 
@@ -72,11 +94,16 @@ class ToolResultBlock(TypedDict):
     is_error: NotRequired[bool]
 
 
+ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | dict[str, Any]
+"""A block of a message's content: one of the documented blocks, or any other block dict
+(thinking, documents, server tools, ...), carried through untouched."""
+
+
 class MessageDict(TypedDict):
     """The documented shape of a message (extra keys such as ``ts`` are allowed and kept)."""
 
     role: Literal["user", "assistant"]
-    content: str | list[TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | dict[str, Any]]
+    content: str | list[ContentBlock]
 
 
 def utf16_len(text: str) -> int:

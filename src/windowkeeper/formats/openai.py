@@ -62,10 +62,10 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .._errors import MalformedMessageError
-from ..core._messages import Message, check_history
+from ..core._messages import Message, MessageInput, SystemPrompt, check_history
 from ..rules._anthropic import MALFORMED, TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED, Violation
 from ._extras import extras as _extras
 
@@ -117,7 +117,9 @@ class TrackedConversation:
 # -- OpenAI -> Anthropic ---------------------------------------------------------------------
 
 
-def to_anthropic(messages: Sequence[Any], *, name: str = "messages") -> AnthropicConversation:
+def to_anthropic(
+    messages: Sequence[MessageInput], *, name: str = "messages"
+) -> AnthropicConversation:
     """The Anthropic form of OpenAI Chat Completions ``messages``; the input is not modified.
 
     A run of tool messages becomes one user message of tool_result blocks, and a user message
@@ -128,7 +130,9 @@ def to_anthropic(messages: Sequence[Any], *, name: str = "messages") -> Anthropi
     return to_anthropic_tracked(messages, name=name).conversation
 
 
-def to_anthropic_tracked(messages: Sequence[Any], *, name: str = "messages") -> TrackedConversation:
+def to_anthropic_tracked(
+    messages: Sequence[MessageInput], *, name: str = "messages"
+) -> TrackedConversation:
     """What :func:`to_anthropic` gives, with where each message and system text came from."""
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
         raise MalformedMessageError(
@@ -141,7 +145,7 @@ def to_anthropic_tracked(messages: Sequence[Any], *, name: str = "messages") -> 
     index = 0
     while index < len(messages):
         path = f"{name}[{index}]"
-        message = messages[index]
+        message = cast("Message", messages[index])  # a dict: _checked_role refuses anything else
         role = _checked_role(message, path)
         if role in SYSTEM_ROLES:
             system_texts.append((index, _system_text(message, path)))
@@ -374,9 +378,9 @@ def _tool_result(message: Any, path: str) -> Message:
 
 
 def from_anthropic(
-    messages: Sequence[Message],
+    messages: Sequence[MessageInput],
     *,
-    system: str | Sequence[Message] | None = None,
+    system: SystemPrompt | None = None,
     name: str = "messages",
 ) -> list[Message]:
     """OpenAI Chat Completions messages for Anthropic-shaped ``messages``; nothing is modified.
@@ -388,11 +392,12 @@ def from_anthropic(
     messages from :func:`to_anthropic`, whose system messages travel with them as notes.
     """
     check_history(messages, name)
+    checked = cast("Sequence[Message]", messages)  # check_history refused any message not a dict
     output: list[Message] = []
     if system is not None:
         content = system if isinstance(system, str) else [dict(block) for block in system]
         output.append({"role": "system", "content": content})
-    for index, message in enumerate(messages):
+    for index, message in enumerate(checked):
         path = f"{name}[{index}]"
         extras = _extras(message, {"role", "content", *NOTE_KEYS}, path, ())
         content = message["content"]
@@ -537,7 +542,7 @@ def _part(block: Message, path: str) -> Message:
 # -- validation ------------------------------------------------------------------------------
 
 
-def validate_openai(messages: Sequence[Any], name: str = "messages") -> list[Violation]:
+def validate_openai(messages: Sequence[MessageInput], name: str = "messages") -> list[Violation]:
     """Every tool-pairing violation of an OpenAI Chat Completions request, in message order.
 
     Rules, as the API enforces them: the tool calls of an assistant message are each answered

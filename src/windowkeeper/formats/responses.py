@@ -93,10 +93,10 @@ import json
 import math
 import re
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import Any, cast
 
 from .._errors import MalformedMessageError
-from ..core._messages import Message, check_history
+from ..core._messages import Message, MessageInput, SystemPrompt, check_history
 from ..rules._anthropic import (
     DUPLICATE_TOOL_USE_ID,
     MALFORMED,
@@ -161,7 +161,7 @@ _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.DOTALL)
 # -- Responses -> Anthropic ------------------------------------------------------------------
 
 
-def to_anthropic(items: Sequence[Any], *, name: str = "input") -> AnthropicConversation:
+def to_anthropic(items: Sequence[MessageInput], *, name: str = "input") -> AnthropicConversation:
     """The Anthropic form of OpenAI Responses input ``items``; the input is not modified.
 
     See the module docstring for the mapping and the notes. Raises
@@ -176,7 +176,7 @@ def to_anthropic(items: Sequence[Any], *, name: str = "input") -> AnthropicConve
 
 
 def to_anthropic_tracked(
-    items: Sequence[Any], *, name: str = "input", custom_ids: Collection[str] = ()
+    items: Sequence[MessageInput], *, name: str = "input", custom_ids: Collection[str] = ()
 ) -> TrackedConversation:
     """What :func:`to_anthropic` gives, with where each message and system text came from.
 
@@ -519,9 +519,9 @@ def _dump(value: Any) -> str:
 
 
 def from_anthropic(
-    messages: Sequence[Message],
+    messages: Sequence[MessageInput],
     *,
-    system: str | Sequence[Message] | None = None,
+    system: SystemPrompt | None = None,
     name: str = "messages",
 ) -> list[Message]:
     """OpenAI Responses input items for Anthropic-shaped ``messages``; nothing is modified.
@@ -539,6 +539,7 @@ def from_anthropic(
     messages from :func:`to_anthropic`, whose system messages travel with them as notes.
     """
     check_history(messages, name)
+    checked = cast("Sequence[Message]", messages)  # check_history refused any message not a dict
     output: list[Message] = []
     if system is not None:
         if isinstance(system, str):
@@ -547,7 +548,7 @@ def from_anthropic(
             parts = [_user_part_back(block, f"system[{i}]") for i, block in enumerate(system)]
             output.append({"role": "system", "content": parts})
     custom_ids: set[str] = set()
-    for index, message in enumerate(messages):
+    for index, message in enumerate(checked):
         path = f"{name}[{index}]"
         extras = _extras(message, {"role", "content", *NOTE_KEYS}, path, ())
         output.extend(_notes(message, BEFORE_NOTE, path))
@@ -744,7 +745,7 @@ def _printed(value: Any, path: str) -> str:
 # -- validation ------------------------------------------------------------------------------
 
 
-def validate_responses(items: Sequence[Any], name: str = "input") -> list[Violation]:
+def validate_responses(items: Sequence[MessageInput], name: str = "input") -> list[Violation]:
     """Every violation of the Responses API's input rules in ``items``, in item order.
 
     Rules (the API pairs calls and outputs by ``call_id``, not by position):
@@ -999,7 +1000,9 @@ def responses_item(item: Any, path: str, repairs: list[Repair]) -> Message | Non
     return shaped
 
 
-def responses_wire(items: Sequence[Any], name: str = "input") -> tuple[list[Message], list[Repair]]:
+def responses_wire(
+    items: Sequence[MessageInput], name: str = "input"
+) -> tuple[list[Message], list[Repair]]:
     """``items`` in the Responses API's input shape (see :func:`responses_item`), and the repairs."""
     repairs: list[Repair] = []
     shaped = []

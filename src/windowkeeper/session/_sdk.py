@@ -17,17 +17,91 @@ never imported: anything with a pydantic-style ``model_dump()`` is read through 
   ``input_tokens_details.cached_tokens``.
 
 Dicts and SDK objects (pydantic models or anything with those attributes) are both accepted.
+
+For type checkers the accepted shapes are protocols (:class:`SdkModel`, :class:`AnthropicUsage`,
+:class:`ChatCompletionUsage`, :class:`ResponseUsage`): the SDKs' classes match them
+structurally, so a typed caller passes ``reply.usage`` as it is and a wrong value (an int, a
+string) is a type error rather than ``Any``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from .._errors import InvalidUsageError
+from ..core._messages import MessageInput
 from ..core._usage import TokenUsage
 
-__all__ = ["message_from_sdk", "usage_from_sdk"]
+__all__ = [
+    "AnthropicUsage",
+    "ChatCompletionUsage",
+    "MessageLike",
+    "ResponseUsage",
+    "SdkModel",
+    "UsageInput",
+    "message_from_sdk",
+    "usage_from_sdk",
+]
+
+
+class SdkModel(Protocol):
+    """An SDK object read through its pydantic ``model_dump()`` (a reply message, a usage)."""
+
+    def model_dump(self) -> Any: ...
+
+
+MessageLike = MessageInput | SdkModel
+"""What a session's ``append``, ``extend`` and ``sync`` take: a message dict (or TypedDict such as
+``anthropic.types.MessageParam``) or an SDK reply object (an Anthropic ``Message``, an OpenAI
+``ChatCompletion``, its ``ChatCompletionMessage``, a Responses output item)."""
+
+
+class CachedTokens(Protocol):
+    """OpenAI's ``prompt_tokens_details`` / ``input_tokens_details``: the cached share."""
+
+    @property
+    def cached_tokens(self) -> int | None: ...
+
+
+class AnthropicUsage(Protocol):
+    """Anthropic's ``Usage`` (and the beta and streaming ones): input excludes the cached tokens."""
+
+    @property
+    def input_tokens(self) -> int | None: ...
+    @property
+    def output_tokens(self) -> int | None: ...
+    @property
+    def cache_creation_input_tokens(self) -> int | None: ...
+    @property
+    def cache_read_input_tokens(self) -> int | None: ...
+
+
+class ChatCompletionUsage(Protocol):
+    """OpenAI Chat Completions' ``CompletionUsage``: the prompt includes the cached tokens."""
+
+    @property
+    def prompt_tokens(self) -> int | None: ...
+    @property
+    def completion_tokens(self) -> int | None: ...
+    @property
+    def prompt_tokens_details(self) -> CachedTokens | None: ...
+
+
+class ResponseUsage(Protocol):
+    """OpenAI Responses' ``ResponseUsage``: the input includes the cached tokens."""
+
+    @property
+    def input_tokens(self) -> int | None: ...
+    @property
+    def output_tokens(self) -> int | None: ...
+    @property
+    def input_tokens_details(self) -> CachedTokens | None: ...
+
+
+UsageInput = TokenUsage | AnthropicUsage | ChatCompletionUsage | ResponseUsage | Mapping[str, Any]
+"""What ``record_usage`` and :func:`usage_from_sdk` take: a TokenUsage, an SDK usage object, or
+the same fields as a dict."""
 
 
 def _as_mapping(value: Any) -> Mapping[str, Any] | None:
@@ -66,7 +140,7 @@ def _cached(source: Mapping[str, Any], key: str, what: str) -> int:
     return _count(mapping, "cached_tokens", f"{what}.{key}")
 
 
-def usage_from_sdk(usage: Any, *, what: str = "usage") -> TokenUsage:
+def usage_from_sdk(usage: UsageInput, *, what: str = "usage") -> TokenUsage:
     """A :class:`TokenUsage` from a TokenUsage, or an Anthropic or OpenAI usage dict or object.
 
     Raises :class:`~windowkeeper.InvalidUsageError` naming the field for anything else.
@@ -130,7 +204,7 @@ def _plain_list(items: Any) -> Any:
     return [_dumped(item) for item in items]
 
 
-def message_from_sdk(message: Any) -> Any:
+def message_from_sdk(message: MessageLike) -> Any:
     """A message dict for an SDK reply object (see the module docstring); dicts pass through.
 
     A dict is returned as it is unless its ``content`` or ``tool_calls`` hold SDK objects (then
