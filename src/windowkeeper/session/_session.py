@@ -36,7 +36,7 @@ from .._errors import (
 from ..cline._manager import ContextManager
 from ..core._file_reads import ReadDetector
 from ..core._inputs import check_json_value, check_session_message
-from ..core._messages import Message, shared_prefix
+from ..core._messages import Message, SystemPrompt, shared_prefix
 from ..core._notices import TRUNCATION_NOTICE
 from ..core._overwrites import CorruptStoreError, OverwriteStore
 from ..core._pairing import OrphanResults
@@ -52,7 +52,7 @@ from ._models import model_window
 from ._native_reads import NativeReadDetector
 from ._native_results import ResultPlacer
 from ._openai_history import OpenAIHistory, OpenAIShaper
-from ._sdk import message_from_sdk, usage_from_sdk
+from ._sdk import MessageLike, UsageInput, message_from_sdk, usage_from_sdk
 from ._tokens import CalibratedEstimator, TokenCounter
 from ._tool_ids import UniqueToolIds
 from .steps import (
@@ -368,7 +368,7 @@ class ContextSession:
 
     # -- feeding the session ---------------------------------------------------------------
 
-    def append(self, message: Message | Any) -> None:
+    def append(self, message: MessageLike) -> None:
         """Add a message (a dict, or an SDK reply object), checked; persisted with ``task_dir``.
 
         A dict is kept as it is (never modified, not copied); an SDK object (an Anthropic
@@ -377,7 +377,7 @@ class ContextSession:
         """
         self.extend([message])
 
-    def extend(self, messages: Iterable[Message | Any]) -> None:
+    def extend(self, messages: Iterable[MessageLike]) -> None:
         """Add several messages: all are checked before any is added, then persisted.
 
         Raises :class:`~windowkeeper.MalformedMessageError` naming the first message that a
@@ -425,7 +425,7 @@ class ContextSession:
         self._history, system = self._openai.anthropic()
         return system
 
-    def sync(self, messages: Iterable[Message | Any]) -> Synced:
+    def sync(self, messages: Iterable[MessageLike]) -> Synced:
         """Make the history ``messages`` (the whole conversation, as a framework holds it).
 
         The one entry point for frameworks, which hand their hook the full message list on
@@ -484,7 +484,7 @@ class ContextSession:
         self._last = None
         self._manager.store = store
 
-    def record_usage(self, usage: Any, *, timestamp: int | None = None) -> None:
+    def record_usage(self, usage: UsageInput, *, timestamp: int | None = None) -> None:
         """What the provider reported for the last prepared request.
 
         Accepts a :class:`TokenUsage` or an Anthropic or OpenAI usage object or dict, checked
@@ -515,7 +515,7 @@ class ContextSession:
     def prepare(
         self,
         *,
-        system: Any = None,
+        system: SystemPrompt | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         max_output_tokens: int | None = None,
     ) -> Prepared:
