@@ -22,6 +22,14 @@ from windowkeeper import (
     TokenUsage,
     compact_conversation_for_context_window,
 )
+from windowkeeper.core._cline_text import (
+    EDIT_TOOLS,
+    Header,
+    final_content,
+    mention_notice,
+    mentions,
+    parse_header,
+)
 from windowkeeper.core._file_reads import ReadScan, Sighting, savings_ratio
 from windowkeeper.core._messages import Message, block_text
 from windowkeeper.core._notices import DUPLICATE_READ_NOTICE, RESULT_MISSING, TRUNCATION_NOTICE
@@ -275,6 +283,50 @@ class TestSavingsRatio:
     def test_nothing_counted_is_zero(self) -> None:
         """No characters at all gives 0, not a division error."""
         assert savings_ratio([U(""), A("")], OverwriteStore(), None, set()) == 0.0
+
+
+class TestClineText:
+    """The grammar of Cline's texts around file contents, shared by both detectors."""
+
+    def test_a_header_starts_the_text(self) -> None:
+        """The tool, the quoted path and the whole header are read from the start of the text."""
+        text = "[read_file for 'src/a b.py'] Result:\nbody"
+        assert parse_header(text) == Header("read_file", "src/a b.py", text[:-5])
+        assert parse_header(f"x{text}") is None
+
+    def test_a_tool_name_ends_at_javascript_white_space(self) -> None:
+        """JavaScript's \\s (with U+FEFF, without U+0085) cannot appear in the tool's name."""
+        assert parse_header("[read\ufefffile for 'a'] Result:") is None
+        assert parse_header("[read\x85file for 'a'] Result:") == Header(
+            "read\x85file", "a", "[read\x85file for 'a'] Result:"
+        )
+
+    def test_final_content_is_the_first_element(self) -> None:
+        """Groups 1 and 2 are the opening and the closing tags of the first element."""
+        text = f"saved\n{final('a.py', 'one')}\n{final('b.py', 'two')}"
+        match = final_content(text)
+        assert match is not None
+        assert (match.group(1), match.group(2)) == (
+            '<final_file_content path="a.py">',
+            "</final_file_content>",
+        )
+        assert "two" not in match.group(0)
+
+    def test_mentions_in_order(self) -> None:
+        """Every mention is found, with its path and its contents."""
+        text = (
+            '<file_content path="a">1</file_content> and <file_content path="b">2\n</file_content>'
+        )
+        assert [(m.group(1), m.group(2)) for m in mentions(text)] == [("a", "1"), ("b", "2\n")]
+
+    def test_a_mention_notice_keeps_the_path(self) -> None:
+        """The replaced mention is the same element with the notice as its contents."""
+        replaced = mention_notice("a.py", NOTICE)
+        assert [(m.group(1), m.group(2)) for m in mentions(replaced)] == [("a.py", NOTICE)]
+
+    def test_the_edit_tools(self) -> None:
+        """The two tools whose results carry the saved file."""
+        assert frozenset({"write_to_file", "replace_in_file"}) == EDIT_TOOLS
 
 
 class TestJavaScriptReplace:

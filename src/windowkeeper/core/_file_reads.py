@@ -11,8 +11,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Protocol
 
+from ._cline_text import (
+    EDIT_TOOLS,
+    READ_TOOL,
+    final_content,
+    mention_notice,
+    mentions,
+    parse_header,
+)
 from ._messages import Message, block_text, utf16_len
 from ._notices import DUPLICATE_READ_NOTICE
 from ._overwrites import CONTENT, TEXT, EditType, OverwriteStore, Update, text_update
@@ -25,21 +34,14 @@ __all__ = [
     "ReadScan",
     "Sighting",
     "apply_read_replacements",
+    "replaced_paths",
     "savings_ratio",
+    "scan_mentions",
 ]
 
 SAVINGS_THRESHOLD = 0.3
 """Truncate anyway when replacing duplicates saved less than this share of the characters."""
 
-# JavaScript's \s (WhiteSpace and LineTerminator). Python's differs on U+001C-U+001F, U+0085 and
-# U+FEFF, so the class is spelled out.
-_JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-_HEADER = re.compile(rf"\[([^{_JS_SPACE}]+) for '([^']+)'\] Result:")
-_FINAL_CONTENT = re.compile(r'(<final_file_content path="[^"]*">)[\s\S]*?(</final_file_content>)')
-_MENTION = re.compile(r'<file_content path="([^"]*)">([\s\S]*?)</file_content>')
-_JS_DOLLAR = re.compile(r"\$([$&`'])")
-
-_EDIT_TOOLS = frozenset({"replace_in_file", "write_to_file"})
 _MENTION_BLOCKS = 3  # mentions are looked for in content blocks 0, 1 and 2 only
 
 
@@ -98,7 +100,7 @@ class ClineReadDetector:
             if index in store:
                 if store.edit_type(index) != EditType.FILE_MENTION:
                     continue
-                replaced = _replaced_paths(store.first_block_latest(index))
+                replaced = replaced_paths(store.first_block_latest(index))
                 if replaced is None:
                     continue
                 already_replaced = replaced
@@ -110,12 +112,13 @@ class ClineReadDetector:
             if first_text is None:
                 continue  # the original looks no further when block 0 has no text
             if not _scan_tool_header(result, index, content, first_text):
-                _scan_mentions(result, index, content, already_replaced)
+                scan_mentions(result, index, content, already_replaced)
         return result
 
 
-def _replaced_paths(latest: Update | None) -> list[Any] | None:
-    """Paths a mention message already had replaced, or None when all of them were."""
+def replaced_paths(latest: Update | None) -> list[Any] | None:
+    """Paths a mention message already had replaced (``latest`` its block 0 update), or None when
+    all of them were (or the update is not a mention's ``[replaced, all]`` record)."""
     metadata = latest.metadata if latest is not None else None
     if (
         not isinstance(metadata, list)
@@ -132,18 +135,18 @@ def _replaced_paths(latest: Update | None) -> list[Any] | None:
 def _scan_tool_header(result: ReadScan, index: int, content: list[Any], text: str) -> bool:
     """Record a read or edit result in block 0; True when a "normal read" was found."""
     first = content[0]
-    match = _HEADER.match(text)
-    if match is None:
+    parsed = parse_header(text)
+    if parsed is None:
         return False
-    tool, path, header = match.group(1), match.group(2), match.group(0)
+    tool, path, header = parsed
     block_index = 1 if text == header else 0
-    if tool == "read_file":
+    if tool == READ_TOOL:
         replacement = (
             DUPLICATE_READ_NOTICE if block_index == 1 else f"{header}\n{DUPLICATE_READ_NOTICE}"
         )
         result.add(path, Sighting(index, EditType.READ_FILE_TOOL, "", replacement, block_index))
         return True
-    if tool not in _EDIT_TOOLS:
+    if tool not in EDIT_TOOLS:
         return False
     if first.get("type") == "tool_result" or block_index == 0:
         edited: str | None = text
@@ -153,7 +156,7 @@ def _scan_tool_header(result: ReadScan, index: int, content: list[Any], text: st
         edited = None
     if not isinstance(edited, str):
         return False
-    final = _FINAL_CONTENT.search(edited)
+    final = final_content(edited)
     if final is not None:
         replacement = (
             f"{edited[: final.start()]}{final.group(1)} {DUPLICATE_READ_NOTICE} "
@@ -163,7 +166,7 @@ def _scan_tool_header(result: ReadScan, index: int, content: list[Any], text: st
     return True  # a denied edit (no final content) still counts as a read, as in the original
 
 
-def _scan_mentions(
+def scan_mentions(
     result: ReadScan,
     index: int,
     content: list[Any],
@@ -172,11 +175,17 @@ def _scan_mentions(
     blocks: int = _MENTION_BLOCKS,
     key: Callable[[str], str] = str,
 ) -> None:
+    """Record the file mentions of message ``index``, as the original finds them.
+
+    Only the first of ``content[:blocks]`` that holds a mention counts; every mention in it is
+    listed in ``result.mention_paths`` (by ``key(path)``) and recorded as a sighting unless its
+    key is in ``already_replaced``.
+    """
     for position in range(min(len(content), blocks)):
         text = block_text(content[position])
         if text is None:
             continue
-        matches = list(_MENTION.finditer(text))
+        matches = list(mentions(text))
         if not matches:
             continue
         paths: list[str] = []
@@ -185,13 +194,18 @@ def _scan_mentions(
             path = key(raw)
             paths.append(path)
             if path not in already_replaced:
-                replacement = f'<file_content path="{raw}">{DUPLICATE_READ_NOTICE}</file_content>'
+                replacement = mention_notice(raw, DUPLICATE_READ_NOTICE)
                 sighting = Sighting(
                     index, EditType.FILE_MENTION, match.group(0), replacement, position
                 )
                 result.add(path, sighting)
         result.mention_paths[index] = paths
         return
+
+
+@cache
+def _js_dollar() -> re.Pattern[str]:
+    return re.compile(r"\$([$&`'])")
 
 
 def _js_replace_first(text: str, search: str, replacement: str) -> str:
@@ -216,7 +230,7 @@ def _js_replace_first(text: str, search: str, replacement: str) -> str:
         return text[end:]
 
     if "$" in replacement:
-        replacement = _JS_DOLLAR.sub(expand, replacement)
+        replacement = _js_dollar().sub(expand, replacement)
     return text[:at] + replacement + text[end:]
 
 

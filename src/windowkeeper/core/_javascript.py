@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from functools import cache
 from typing import Any
 
 __all__ = [
@@ -36,13 +37,36 @@ __all__ = [
 
 _MAX_SAFE = 2**53
 _INDEX_LIMIT = 2**32 - 1  # array-index property keys are below this
-_INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # StringToNumber: JavaScript's white space and line terminators are trimmed first.
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-_DECIMAL = re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
 _RADIX = {"x": 16, "o": 8, "b": 2}
-_RADIX_DIGITS = {16: re.compile(r"[0-9a-fA-F]+"), 8: re.compile(r"[0-7]+"), 2: re.compile(r"[01]+")}
+_RADIX_DIGITS = {16: "[0-9a-fA-F]+", 8: "[0-7]+", 2: "[01]+"}
+
+
+# The patterns are compiled on first use: importing windowkeeper compiles none of them.
+@cache
+def _lone_surrogate() -> re.Pattern[str]:
+    return re.compile("[\ud800-\udfff]")
+
+
+@cache
+def _decimal() -> re.Pattern[str]:
+    return re.compile(r"[+-]?(?:Infinity|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)")
+
+
+@cache
+def _radix_digits(radix: int) -> re.Pattern[str]:
+    return re.compile(_RADIX_DIGITS[radix])
+
+
+def _is_index_key(key: str) -> bool:
+    """Whether ``key`` is an array-index property key: ``0`` or digits without a leading zero."""
+    return (
+        key.isascii()
+        and key.isdigit()
+        and (key[0] != "0" or key == "0")
+        and int(key) < _INDEX_LIMIT
+    )
 
 
 class _Undefined:
@@ -130,7 +154,7 @@ def _js_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     indices: dict[str, Any] = {}
     others: dict[str, Any] = {}
     for key, value in pairs:
-        if _INDEX_KEY.fullmatch(key) and int(key) < _INDEX_LIMIT:
+        if _is_index_key(key):
             indices[key] = value
         else:
             others[key] = value
@@ -187,7 +211,7 @@ def dumps(value: Any, *, exotic: bool) -> str:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            text = _LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+            text = _lone_surrogate().sub(lambda match: f"\\u{ord(match.group()):04x}", text)
     return text
 
 
@@ -295,7 +319,7 @@ def _string_to_number(text: str) -> float:
     if len(text) > 2 and text[0] == "0" and text[1].lower() in _RADIX:
         radix = _RADIX[text[1].lower()]
         body = text[2:]
-        return float(int(body, radix)) if _RADIX_DIGITS[radix].fullmatch(body) else math.nan
-    if _DECIMAL.fullmatch(text):
+        return float(int(body, radix)) if _radix_digits(radix).fullmatch(body) else math.nan
+    if _decimal().fullmatch(text):
         return float(text.replace("Infinity", "inf"))
     return math.nan

@@ -17,15 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core._file_reads import (
-    _EDIT_TOOLS,
-    _FINAL_CONTENT,
-    _HEADER,
-    ReadScan,
-    Sighting,
-    _replaced_paths,
-    _scan_mentions,
-)
+from ..core._cline_text import EDIT_TOOLS, READ_TOOL, final_content, parse_header
+from ..core._file_reads import ReadScan, Sighting, replaced_paths, scan_mentions
 from ..core._messages import Message, block_text, tool_calls_before, utf16_len
 from ..core._overwrites import CONTENT, TEXT, EditType, OverwriteStore
 from ._shell_reads import shell_read_path
@@ -234,24 +227,24 @@ class NativeReadDetector:
         if index in store:
             if store.edit_type(index) != EditType.FILE_MENTION:
                 return
-            replaced = _replaced_paths(store.first_block_latest(index))
+            replaced = replaced_paths(store.first_block_latest(index))
             if replaced is None:
                 return
             already = replaced
-        _scan_mentions(result, index, content, already, blocks=len(content), key=normalize_path)
+        scan_mentions(result, index, content, already, blocks=len(content), key=normalize_path)
 
 
 def _header_copy(
     text: str, block: dict[str, Any], position: int, index: int, content: list[Any]
 ) -> tuple[str, _Copy] | None:
     """A copy announced by a Cline header: ``[read_file for 'p'] Result:`` and the edit tools."""
-    match = _HEADER.match(text)
-    if match is None:
+    parsed = parse_header(text)
+    if parsed is None:
         return None
-    tool, path, header = match.group(1), match.group(2), match.group(0)
+    tool, path, header = parsed
     string_result = block.get("type") == "tool_result" and isinstance(block.get("content"), str)
     kind = CONTENT if string_result else TEXT
-    if tool == "read_file":
+    if tool == READ_TOOL:
         if text == header:  # the old layout: the contents follow in the next block
             following = content[position + 1] if position + 1 < len(content) else None
             body = block_text(following)
@@ -261,8 +254,8 @@ def _header_copy(
             return normalize_path(path), _Copy(sighting, utf16_len(body))
         sighting = Sighting(index, EditType.READ_FILE_TOOL, "", "", position, kind)
         return normalize_path(path), _Copy(sighting, utf16_len(text), prefix=f"{header}\n")
-    if tool in _EDIT_TOOLS:
-        final = _FINAL_CONTENT.search(text)
+    if tool in EDIT_TOOLS:
+        final = final_content(text)
         if final is None:
             return None
         sighting = Sighting(index, EditType.ALTER_FILE_TOOL, "", "", position, kind)
