@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import MalformedMessageError
+from windowkeeper import ConfigurationError, MalformedMessageError
 from windowkeeper.session._tokens import (
     MAX_IMAGE_TOKENS,
     CalibratedEstimator,
@@ -479,7 +479,7 @@ class TestInputsAreNotMutated:
 
 
 class TestBadInput:
-    """Wrong shapes raise MalformedMessageError (a ValueError) or TypeError, saying where."""
+    """Wrong messages raise MalformedMessageError, wrong arguments ConfigurationError; both say where."""
 
     @pytest.mark.parametrize(
         ("messages", "path"),
@@ -512,19 +512,20 @@ class TestBadInput:
         ],
     )
     def test_bad_system_or_tools(self, keywords: dict[str, Any], fragment: str) -> None:
-        """A system prompt or tool list of the wrong type raises TypeError naming it."""
-        with pytest.raises(TypeError, match=re.escape(fragment)):
+        """A system prompt or tool list of the wrong type raises ConfigurationError naming it."""
+        with pytest.raises(ConfigurationError, match=re.escape(fragment)) as caught:
             CalibratedEstimator().count([user("hi")], **keywords)
+        assert isinstance(caught.value, TypeError)  # what callers caught before
 
     @pytest.mark.parametrize("reported", ["1000", 1000.0, True, None])
     def test_reported_tokens_must_be_an_int(self, reported: Any) -> None:
         """reported_input_tokens must be an int."""
-        with pytest.raises(TypeError, match="reported_input_tokens"):
+        with pytest.raises(ConfigurationError, match="reported_input_tokens"):
             CalibratedEstimator().observe([user("hi")], reported_input_tokens=reported)
 
     def test_reported_tokens_must_not_be_negative(self) -> None:
-        """A negative size is a ValueError."""
-        with pytest.raises(ValueError, match="reported_input_tokens"):
+        """A negative size is a ConfigurationError (a ValueError)."""
+        with pytest.raises(ConfigurationError, match="reported_input_tokens"):
             CalibratedEstimator().observe([user("hi")], reported_input_tokens=-1)
 
     @pytest.mark.parametrize(
@@ -532,15 +533,35 @@ class TestBadInput:
         [
             {"chars_per_token": 0},
             {"chars_per_token": float("nan")},
+            {"chars_per_token": "3"},
+            {"chars_per_token": None},
             {"safety_margin": -0.1},
             {"safety_margin": 0.9},
+            {"safety_margin": "0.1"},
             {"thinking": "sometimes"},
+            {"max_image_tokens": -1},
+            {"max_image_tokens": 1600.0},
+            {"max_image_tokens": True},
+            {"max_image_tokens": "1600"},
         ],
     )
     def test_bad_settings(self, keywords: dict[str, Any]) -> None:
-        """Settings out of range are refused at construction."""
-        with pytest.raises(ValueError):  # noqa: PT011 - each message is checked by its name
+        """Settings of the wrong type or out of range are refused at construction, by name."""
+        (name,) = keywords
+        with pytest.raises(ConfigurationError, match=f"^{name} "):
             CalibratedEstimator(**keywords)
+
+    def test_settings_errors_are_the_builtins_callers_expect(self) -> None:
+        """A value out of range is a ValueError, a value of the wrong type a TypeError."""
+        with pytest.raises(ValueError, match="chars_per_token"):
+            CalibratedEstimator(chars_per_token=0)
+        with pytest.raises(TypeError, match="chars_per_token"):
+            CalibratedEstimator(chars_per_token=None)  # type: ignore[arg-type]
+
+    def test_restore_takes_only_its_snapshots(self) -> None:
+        """Anything but a snapshot() of an estimator is refused, naming the argument."""
+        with pytest.raises(ConfigurationError, match=r"^snapshot: "):
+            CalibratedEstimator().restore(object())
 
     def test_a_failed_observe_changes_nothing(self) -> None:
         """A malformed request leaves the anchor where it was."""

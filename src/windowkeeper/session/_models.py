@@ -36,7 +36,6 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from importlib import resources
 from os import PathLike
 from pathlib import Path
 
@@ -98,19 +97,27 @@ class ModelInfo:
 
 # Each rewrite peels one decoration; candidates are tried with the fewest rewrites first.
 _REWRITES = (
-    re.compile(r"^[^/]+/(?P<rest>.+)$"),  # route prefixes: anthropic/, openrouter/..., models/
-    re.compile(  # Bedrock: us.anthropic., global.anthropic., openai., qwen.
+    r"^[^/]+/(?P<rest>.+)$",  # route prefixes: anthropic/, openrouter/..., models/
+    (  # Bedrock: us.anthropic., global.anthropic., openai., qwen.
         r"^(?:[a-z]{2,6}\.)?"
         r"(?:anthropic|openai|google|mistral|deepseek|qwen|xai|x-ai|meta|amazon|alibaba)\."
         r"(?P<rest>.+)$"
     ),
-    re.compile(r"^(?P<rest>.+)@[^@]*$"),  # Vertex: @20250929, @001
-    re.compile(r"^(?P<rest>.+):[^:]*$"),  # tags: :0, :free, :thinking
-    re.compile(r"^(?P<rest>.+)-v?\d+:\d+$"),  # Bedrock versions: -v1:0, -1:0
-    re.compile(r"^(?P<rest>.+)-v\d+$"),  # a Bedrock version left after its tag went: -v2
-    re.compile(r"^(?P<rest>.+)-(?:\d{8}|\d{4}-\d{2}-\d{2})$"),  # dates
-    re.compile(r"^(?P<rest>.+)-latest$"),
+    r"^(?P<rest>.+)@[^@]*$",  # Vertex: @20250929, @001
+    r"^(?P<rest>.+):[^:]*$",  # tags: :0, :free, :thinking
+    r"^(?P<rest>.+)-v?\d+:\d+$",  # Bedrock versions: -v1:0, -1:0
+    r"^(?P<rest>.+)-v\d+$",  # a Bedrock version left after its tag went: -v2
+    r"^(?P<rest>.+)-(?:\d{8}|\d{4}-\d{2}-\d{2})$",  # dates
+    r"^(?P<rest>.+)-latest$",
 )
+
+
+@cache
+def _rewrites() -> tuple[re.Pattern[str], ...]:
+    """The rewrites compiled, on the first lookup (importing windowkeeper compiles none)."""
+    return tuple(re.compile(pattern) for pattern in _REWRITES)
+
+
 _MAX_CANDIDATES = 64
 
 
@@ -124,7 +131,7 @@ def _candidates(model_id: str) -> tuple[str, ...]:
     while position < len(found) and len(found) < _MAX_CANDIDATES:
         current = found[position]
         position += 1
-        for pattern in _REWRITES:
+        for pattern in _rewrites():
             match = pattern.match(current)
             if match is not None and match["rest"] not in found:
                 found.append(match["rest"])
@@ -259,6 +266,9 @@ def _parse_table(data: object, where: str, file_source: str | None) -> _Table:
 
 @cache
 def _builtin() -> _Table:
+    """The shipped table, read and checked on the first lookup rather than at import."""
+    from importlib import resources  # noqa: PLC0415 - a few ms to import: the first lookup pays
+
     text = resources.files("windowkeeper").joinpath("data", "models.json").read_text("utf-8")
     return _parse_table(json.loads(text), "windowkeeper/data/models.json", None)
 

@@ -42,10 +42,10 @@ import json
 import math
 import operator
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, Protocol
 
-from .._errors import MalformedMessageError
+from .._errors import ConfigurationError, MalformedMessageError
 from ..core._messages import Message, check_message, shared_prefix
 from ._images import MAX_IMAGE_TOKENS, image_dimensions, image_tokens
 
@@ -195,14 +195,14 @@ def _system_units(system: Any, max_image_tokens: int) -> _Units:
         text = images = 0
         for position, block in enumerate(system):
             if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
-                raise TypeError(
+                raise ConfigurationError(
                     f"system[{position}]: expected a text block dict, got {type(block).__name__}"
                 )
             units = _block_units(block, f"system[{position}]", max_image_tokens)
             text += units.text
             images += units.images
         return _Units(text, 0, images)
-    raise TypeError(
+    raise ConfigurationError(
         f"system: expected None, a string or a list of text blocks, got {type(system).__name__}"
     )
 
@@ -211,11 +211,13 @@ def _tools_units(tools: Any) -> int:
     if tools is None:
         return 0
     if not isinstance(tools, Sequence) or isinstance(tools, str | bytes | bytearray):
-        raise TypeError(f"tools: expected a list of tool definitions, got {type(tools).__name__}")
+        raise ConfigurationError(
+            f"tools: expected a list of tool definitions, got {type(tools).__name__}"
+        )
     total = 0
     for position, tool in enumerate(tools):
         if not isinstance(tool, Mapping):
-            raise TypeError(
+            raise ConfigurationError(
                 f"tools[{position}]: expected a tool definition dict, got {type(tool).__name__}"
             )
         total += _BLOCK_OVERHEAD + _json_len(dict(tool))
@@ -311,12 +313,24 @@ class CalibratedEstimator:
         thinking: ThinkingPolicy = "learn",
         max_image_tokens: int = MAX_IMAGE_TOKENS,
     ) -> None:
-        if not chars_per_token > 0 or not math.isfinite(chars_per_token):
-            raise ValueError(f"chars_per_token must be a positive number, got {chars_per_token!r}")
-        if not 0 <= safety_margin <= _MAX_MARGIN:
-            raise ValueError(f"safety_margin must be in [0, {_MAX_MARGIN}], got {safety_margin!r}")
+        if not _holds(lambda: chars_per_token > 0 and math.isfinite(chars_per_token)):
+            raise ConfigurationError(
+                f"chars_per_token must be a positive number, got {chars_per_token!r}"
+            )
+        if not _holds(lambda: 0 <= safety_margin <= _MAX_MARGIN):
+            raise ConfigurationError(
+                f"safety_margin must be a number in [0, {_MAX_MARGIN}], got {safety_margin!r}"
+            )
         if thinking not in ("learn", "count", "ignore"):
-            raise ValueError(f"thinking must be 'learn', 'count' or 'ignore', got {thinking!r}")
+            raise ConfigurationError(
+                f"thinking must be 'learn', 'count' or 'ignore', got {thinking!r}"
+            )
+        if isinstance(max_image_tokens, bool) or not _holds(
+            lambda: operator.index(max_image_tokens) >= 0
+        ):
+            raise ConfigurationError(
+                f"max_image_tokens must be an integer >= 0, got {max_image_tokens!r}"
+            )
         self._calibration = _Calibration(1.0 / chars_per_token, thinking)
         self._min_margin = safety_margin
         self._margin = safety_margin
@@ -387,12 +401,14 @@ class CalibratedEstimator:
         difference calibrates the ratio; either way this request becomes the new anchor.
         """
         if not isinstance(reported_input_tokens, int) or isinstance(reported_input_tokens, bool):
-            raise TypeError(
+            raise ConfigurationError(
                 "reported_input_tokens: expected an int, "
                 f"got {type(reported_input_tokens).__name__}"
             )
         if reported_input_tokens < 0:
-            raise ValueError(f"reported_input_tokens must be >= 0, got {reported_input_tokens}")
+            raise ConfigurationError(
+                f"reported_input_tokens must be >= 0, got {reported_input_tokens}"
+            )
         _check_sequence(messages)
         system_units, tools_units = self._request_units(system, tools)
         anchor = self._anchor
@@ -433,8 +449,8 @@ class CalibratedEstimator:
     def restore(self, snapshot: object) -> None:
         """Forget what was learnt since ``snapshot`` (from :meth:`snapshot`) was taken."""
         if not isinstance(snapshot, _Snapshot):
-            raise TypeError(
-                f"expected a snapshot() of this estimator, got {type(snapshot).__name__}"
+            raise ConfigurationError(
+                f"snapshot: expected a snapshot() of this estimator, got {type(snapshot).__name__}"
             )
         self._calibration = copy.copy(snapshot.calibration)
         self._margin = snapshot.margin
@@ -567,6 +583,14 @@ def _same_parts(old: tuple[Any, ...] | None, new: tuple[Any, ...] | None) -> boo
         and len(old) == len(new)
         and all(map(operator.is_, old, new))
     )
+
+
+def _holds(check: Callable[[], object]) -> bool:
+    """Whether ``check()`` is true; False when the value it compares is not a number at all."""
+    try:
+        return bool(check())
+    except TypeError:
+        return False
 
 
 def _check_sequence(messages: Any) -> None:

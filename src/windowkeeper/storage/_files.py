@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import stat
 import time
 from dataclasses import dataclass
@@ -90,7 +89,8 @@ def _create_temporary(target: Path) -> tuple[Path, int]:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
     flags |= getattr(os, "O_NOFOLLOW", 0)
     while True:
-        temporary = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        # What secrets.token_hex(6) returns, without importing secrets (hmac, hashlib, random).
+        temporary = target.with_name(f".{target.name}.{os.urandom(6).hex()}.tmp")
         try:
             return temporary, os.open(temporary, flags, 0o600)
         except FileExistsError:  # pragma: no cover - 48 random bits

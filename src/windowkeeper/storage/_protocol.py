@@ -16,7 +16,6 @@ applying twice.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -66,6 +65,13 @@ class Snapshot:
     state: dict[str, Any] | None = None  # None: no state saved
 
 
+def _new_commit_id() -> str:
+    """A random UUID's hex: tells a retried commit from another writer's."""
+    import uuid  # noqa: PLC0415 - uuid imports platform (a few ms): the first commit pays
+
+    return uuid.uuid4().hex
+
+
 @dataclass(frozen=True, slots=True)
 class Commit:
     """One change, durable all or nothing.
@@ -80,7 +86,7 @@ class Commit:
     append: Sequence[Message]
     state: dict[str, Any]
     store_json: str | None = None
-    commit_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    commit_id: str = field(default_factory=_new_commit_id)
 
 
 @runtime_checkable
