@@ -1,0 +1,629 @@
+"""The state of work, read from the history without any model: a :class:`Ledger`.
+
+A summary written by a model may drop what matters most (the task, the files changed, what the
+user asked last). The ledger is the part of a compaction that cannot be lost: it is computed
+from the messages themselves, so it is exact, reproducible and free. It lists
+
+- the task (message 0's text; Cline's ``<task>`` element when there is one) and every later user
+  instruction, verbatim: plain user text, and the user's words that Cline wraps in
+  ``<feedback>``, ``<answer>`` or ``<user_message>`` inside its tool-result texts; never tool
+  results or the agent's own boilerplate (``<environment_details>``, ``[TASK RESUMPTION]``, ...);
+- the files read and the files edited, from native tool calls (``read_file``, ``Read``,
+  ``str_replace_editor``, ``write_to_file``, ``Edit``, ``apply_patch``, shell reads such as
+  ``cat FILE``) and from Cline's result headers (``[read_file for 'x'] Result:``,
+  ``[write_to_file for 'x'] Result:``, ``[replace_in_file for 'x'] Result:``); an edit counts when
+  it was asked for, whether or not it succeeded (a history does not always say);
+- the shell commands run, the tool calls still waiting for a result, and the assistant's last
+  statement (its intent).
+
+Each list is in the order first seen, without repeats; long texts are clipped. A
+:class:`LedgerBuilder` reads one message at a time (``feed``), so a session can keep its ledger
+up to date on every append at the cost of the new message only; :func:`build_ledger` feeds a
+whole history. Cline's XML tool calls inside assistant text are not parsed: their results'
+headers carry the same facts. Nothing here modifies a message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from ..core._cline_text import EDIT_TOOLS, READ_TOOL, parse_header
+from ..core._messages import Message
+from ._native_reads import DEFAULT_READ_TOOLS, DEFAULT_SHELL_TOOLS, normalize_path
+from ._native_results import _RESULT_HEADER, _same_tool
+from ._shell_reads import shell_read_path
+
+__all__ = [
+    "DEFAULT_EDIT_TOOLS",
+    "LEDGER_HEADING",
+    "Ledger",
+    "LedgerBuilder",
+    "build_ledger",
+    "clip",
+    "missing_items",
+    "missing_must_keep",
+    "must_keep",
+    "normalized",
+    "render_ledger",
+]
+
+TASK_CHARS = 2_000
+"""The task is kept up to this many characters."""
+INSTRUCTION_CHARS = 1_000
+"""Each user instruction is kept up to this many characters."""
+COMMAND_CHARS = 300
+"""Each shell command is kept up to this many characters."""
+INTENT_CHARS = 600
+"""The assistant's last statement is kept up to this many characters."""
+EARLIER_INSTRUCTION_CHARS = 300
+"""In a rendered ledger, the instructions before the latest are shown up to this many characters."""
+CALL_CHARS = 160
+"""An unanswered call is described in up to this many characters."""
+
+DEFAULT_EDIT_TOOLS: Mapping[str, tuple[str, ...]] = {
+    "write_to_file": ("path", "absolutePath"),  # Cline
+    "replace_in_file": ("path", "absolutePath"),  # Cline
+    "Write": ("file_path",),  # Claude Code
+    "Edit": ("file_path",),
+    "MultiEdit": ("file_path",),
+    "NotebookEdit": ("notebook_path",),
+    "write_file": ("file_path", "path"),  # Gemini CLI, generic
+    "replace": ("file_path", "path"),  # Gemini CLI
+    "edit_file": ("target_file", "path", "file_path"),
+    "create_file": ("path", "file_path"),
+    "apply_diff": ("path",),  # Roo
+    "insert_content": ("path",),
+    "search_and_replace": ("path",),
+}
+"""Tool name -> the input keys that may hold the path, for tools that change a file."""
+
+# Editor tools whose ``command`` says whether they read or change the file.
+_EDITOR_TOOLS = frozenset(
+    {"str_replace_editor", "str_replace_based_edit_tool", "text_editor", "file_editor"}
+)
+_EDITOR_PATH_KEYS = ("path", "file_path")
+_PATCH_TOOLS = frozenset({"apply_patch"})  # Codex: the patch names the files it changes
+_PATCH_KEYS = ("input", "patch")
+# Tools whose results are file contents or listings: the user's words are not looked for there.
+_CONTENT_TOOLS = frozenset({READ_TOOL, "search_files", "list_files", "list_code_definition_names"})
+_COMMAND_TOOL = "execute_command"  # Cline's result header names the command it ran
+
+# Texts the agent writes into user messages: never the user's own words.
+_MACHINERY = (
+    "<environment_details>",
+    "<environment_context>",
+    "<user_instructions>",
+    "<system-reminder>",
+    "<command-name>",
+    "<command-message>",
+    "<local-command-",
+    "Caveat: The messages below were generated",
+    "[TASK RESUMPTION]",
+    "[ERROR]",
+    "[Response interrupted",
+    "[windowkeeper:",
+    "# TODO LIST UPDATE REQUIRED",
+    "# task_progress",
+    "Files attached by the user:",
+    "(The user did not provide",
+)
+
+
+@cache
+def _user_words() -> re.Pattern[str]:
+    # Where Cline puts the user's own words inside its texts.
+    return re.compile(r"<(feedback|answer|user_message)>\n?(.*?)\n?</\1>", re.DOTALL)
+
+
+@cache
+def _task_element() -> re.Pattern[str]:
+    return re.compile(r"<task>\n?(.*?)\n?</task>", re.DOTALL)
+
+
+@cache
+def _patch_file() -> re.Pattern[str]:
+    return re.compile(r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to): (.+?)\s*$", re.MULTILINE)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` stripped, cut to at most ``limit`` characters; a cut ends with an ellipsis."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    return text[: max(limit - 1, 0)].rstrip() + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    """The state of work of a history (see the module docstring).
+
+    ``latest_instruction`` is the user's most recent instruction, even when it repeats an
+    earlier one (``instructions`` lists each only where first seen); ``messages`` is how many
+    messages were read.
+    """
+
+    task: str = ""
+    instructions: tuple[str, ...] = ()
+    files_read: tuple[str, ...] = ()
+    files_edited: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    unanswered: tuple[str, ...] = ()
+    intent: str | None = None
+    latest_instruction: str | None = None
+    messages: int = 0
+
+
+@dataclass(slots=True)
+class _Call:
+    name: Any
+    description: str
+
+
+class _Ordered:
+    """Items in the order first seen, without repeats (by a key)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: dict[str, str] | None = None) -> None:
+        self._items: dict[str, str] = dict(items or {})
+
+    def add(self, item: str, key: str | None = None) -> None:
+        if item:
+            self._items.setdefault(item if key is None else key, item)
+
+    def values(self) -> tuple[str, ...]:
+        return tuple(self._items.values())
+
+    def copy(self) -> _Ordered:
+        return _Ordered(self._items)
+
+
+class LedgerBuilder:
+    """Builds a :class:`Ledger` one message at a time: ``feed`` each message, then ``ledger()``.
+
+    Each ``feed`` costs time in the size of that message only. The tool tables default to
+    :data:`DEFAULT_EDIT_TOOLS`, :data:`~windowkeeper.session._native_reads.DEFAULT_READ_TOOLS`
+    and :data:`~windowkeeper.session._native_reads.DEFAULT_SHELL_TOOLS`. ``copy()`` gives an
+    independent builder in the same state (to keep one per checkpoint). Not thread-safe.
+    """
+
+    __slots__ = (
+        "_commands",
+        "_count",
+        "_edit_tools",
+        "_edited",
+        "_instructions",
+        "_intent",
+        "_last_role",
+        "_latest",
+        "_ledger",
+        "_pending",
+        "_read",
+        "_read_tools",
+        "_shell_tools",
+        "_task",
+    )
+
+    def __init__(
+        self,
+        *,
+        edit_tools: Mapping[str, Sequence[str]] = DEFAULT_EDIT_TOOLS,
+        read_tools: Mapping[str, Sequence[str]] = DEFAULT_READ_TOOLS,
+        shell_tools: Mapping[str, str] = DEFAULT_SHELL_TOOLS,
+    ) -> None:
+        self._edit_tools = edit_tools
+        self._read_tools = read_tools
+        self._shell_tools = shell_tools
+        self._count = 0
+        self._task = ""
+        self._instructions = _Ordered()
+        self._latest: str | None = None
+        self._read = _Ordered()
+        self._edited = _Ordered()
+        self._commands = _Ordered()
+        self._pending: dict[Any, _Call] = {}
+        self._intent: str | None = None
+        self._last_role: Any = None
+        self._ledger: Ledger | None = Ledger()
+
+    @property
+    def count(self) -> int:
+        """How many messages were fed."""
+        return self._count
+
+    def copy(self) -> LedgerBuilder:
+        """An independent builder in the same state."""
+        twin = LedgerBuilder(
+            edit_tools=self._edit_tools, read_tools=self._read_tools, shell_tools=self._shell_tools
+        )
+        twin._count, twin._task, twin._latest = self._count, self._task, self._latest
+        twin._instructions, twin._read = self._instructions.copy(), self._read.copy()
+        twin._edited, twin._commands = self._edited.copy(), self._commands.copy()
+        twin._pending = dict(self._pending)
+        twin._intent, twin._last_role, twin._ledger = self._intent, self._last_role, self._ledger
+        return twin
+
+    def feed(self, message: Mapping[str, Any]) -> None:
+        """Read the next message of the history (any shape is tolerated; nothing is changed)."""
+        index = self._count
+        self._count += 1
+        self._ledger = None
+        if not isinstance(message, Mapping):
+            return
+        role = message.get("role")
+        content = message.get("content")
+        blocks: list[Any] = (
+            [{"type": "text", "text": content}]
+            if isinstance(content, str)
+            else content
+            if isinstance(content, list)
+            else []
+        )
+        if role == "assistant":
+            self._assistant(blocks)
+        elif role == "user":
+            if index == 0:
+                self._task = _task_text(blocks)
+            else:
+                self._user(blocks)
+        self._last_role = role
+
+    def extend(self, messages: Iterable[Mapping[str, Any]]) -> None:
+        """``feed`` each of ``messages`` in order."""
+        for message in messages:
+            self.feed(message)
+
+    def ledger(self) -> Ledger:
+        """The ledger of every message fed so far (the same object until the next ``feed``)."""
+        if self._ledger is None:
+            self._ledger = Ledger(
+                task=self._task,
+                instructions=self._instructions.values(),
+                files_read=self._read.values(),
+                files_edited=self._edited.values(),
+                commands=self._commands.values(),
+                unanswered=tuple(call.description for call in self._pending.values()),
+                intent=self._intent,
+                latest_instruction=self._latest,
+                messages=self._count,
+            )
+        return self._ledger
+
+    # -- assistant messages: tool calls and the last statement -------------------------------
+
+    def _assistant(self, blocks: list[Any]) -> None:
+        if self._last_role != "assistant":
+            self._pending = {}  # a new turn: earlier calls were answered or abandoned
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                text = block.get("text")
+                if isinstance(text, str) and text.strip():
+                    self._intent = clip(text, INTENT_CHARS)
+            elif kind == "tool_use":
+                name, tool_input = block.get("name"), block.get("input")
+                what = self._call(name, tool_input if isinstance(tool_input, dict) else {})
+                call_id = block.get("id")
+                if call_id is not None:
+                    self._pending[call_id] = _Call(name, _describe(name, what, tool_input))
+
+    def _call(self, name: Any, tool_input: dict[str, Any]) -> str | None:
+        """Record what a tool call reads, edits or runs; the path or command it names, if any."""
+        if not isinstance(name, str):
+            return None
+        if name in _EDITOR_TOOLS:
+            path = _first(tool_input, _EDITOR_PATH_KEYS)
+            if path is not None:
+                (self._read if tool_input.get("command") == "view" else self._edited).add(
+                    path, normalize_path(path)
+                )
+            return path
+        keys = self._edit_tools.get(name)
+        if keys is not None:
+            path = _first(tool_input, keys)
+            if path is not None:
+                self._edited.add(path, normalize_path(path))
+            return path
+        if name in _PATCH_TOOLS:
+            patch = _first(tool_input, _PATCH_KEYS)
+            self._patched(patch)
+            return None
+        keys = self._read_tools.get(name)
+        if keys is not None:
+            path = _first(tool_input, keys)
+            if path is not None:
+                self._read.add(path, normalize_path(path))
+            return path
+        shell_key = self._shell_tools.get(name)
+        if shell_key is not None:
+            return self._shell(tool_input.get(shell_key))
+        return None
+
+    def _shell(self, command: Any) -> str | None:
+        if isinstance(command, list) and all(isinstance(word, str) for word in command):
+            if command and command[0] == "apply_patch" and len(command) == 2:
+                self._patched(command[1])
+            line = _script(command)
+        elif isinstance(command, str):
+            line = command
+        else:
+            return None
+        if "*** Begin Patch" in line:
+            self._patched(line)
+        read = shell_read_path(command)
+        if read is not None:
+            self._read.add(read, normalize_path(read))
+        self._commands.add(clip(line, COMMAND_CHARS))
+        return line
+
+    def _patched(self, patch: str | None) -> None:
+        if patch:
+            for match in _patch_file().finditer(patch):
+                self._edited.add(match.group(1), normalize_path(match.group(1)))
+
+    # -- user messages: results, headers, the user's words -----------------------------------
+
+    def _user(self, blocks: list[Any]) -> None:
+        in_result = False  # after a result, plain texts continue it (Cline's older layout)
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "tool_result":
+                self._pending.pop(block.get("tool_use_id"), None)
+                for inner in _result_texts(block.get("content")):
+                    self._text(inner, own=False, answers=False)
+                in_result = True
+            elif kind == "text":
+                text = block.get("text")
+                if isinstance(text, str):
+                    in_result = self._text(text, own=not in_result, answers=True) or in_result
+
+    def _text(self, text: str, *, own: bool, answers: bool) -> bool:
+        """Read a user text: a Cline result header, the user's words, or the agent's boilerplate.
+
+        ``own``: a text that is not part of a result, so plain text is the user's words;
+        ``answers``: a header here answers a waiting call (not inside a tool_result, which
+        answered its call already). True when the text is a result header.
+        """
+        header = _RESULT_HEADER.match(text)
+        if header is not None:
+            tool = header.group(1)
+            if answers:
+                self._answer(tool)
+            self._header(tool, text, header.group(0))
+            if tool in _CONTENT_TOOLS:
+                return True  # file contents and listings: not the user's words
+            own = False
+        found = False
+        for match in _user_words().finditer(text):
+            found = True
+            self._instruction(match.group(2))
+        if not found and own:
+            stripped = text.lstrip()
+            if stripped and not stripped.startswith(_MACHINERY):
+                self._instruction(text)
+        return header is not None
+
+    def _answer(self, tool: str) -> None:
+        """A text result of Cline's answers the first waiting call of that tool."""
+        for call_id, call in self._pending.items():
+            if _same_tool(call.name, tool):
+                del self._pending[call_id]
+                return
+
+    def _header(self, tool: str, text: str, header: str) -> None:
+        if tool == _COMMAND_TOOL:
+            start, end = f"[{tool} for '", "'] Result:"
+            if header.startswith(start) and header.endswith(end):
+                self._commands.add(clip(header[len(start) : -len(end)], COMMAND_CHARS))
+            return
+        parsed = parse_header(text)
+        if parsed is None:
+            return
+        if parsed.tool == READ_TOOL:
+            self._read.add(parsed.path, normalize_path(parsed.path))
+        elif parsed.tool in EDIT_TOOLS:
+            self._edited.add(parsed.path, normalize_path(parsed.path))
+
+    def _instruction(self, text: str) -> None:
+        words = clip(text, INSTRUCTION_CHARS)
+        if words:
+            self._instructions.add(words)
+            self._latest = words
+
+
+def _task_text(blocks: list[Any]) -> str:
+    """Message 0's task: Cline's ``<task>`` element, else its texts that are not boilerplate."""
+    texts = [
+        block["text"]
+        for block in blocks
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    ]
+    for text in texts:
+        match = _task_element().search(text)
+        if match is not None:
+            return clip(match.group(1), TASK_CHARS)
+    own = [text for text in texts if text.strip() and not text.lstrip().startswith(_MACHINERY)]
+    return clip("\n\n".join(own), TASK_CHARS)
+
+
+def _result_texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [
+        block["text"]
+        for block in content
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+    ]
+
+
+def _first(tool_input: Mapping[str, Any], keys: Sequence[str]) -> str | None:
+    for key in keys:
+        value = tool_input.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def _script(argv: list[str]) -> str:
+    """A command given as argv, as one line: the script of ``bash -lc SCRIPT``, else joined."""
+    if (
+        len(argv) == 3
+        and argv[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh")
+        and argv[1]
+        in (
+            "-c",
+            "-lc",
+        )
+    ):
+        return argv[2]
+    return shlex.join(argv)
+
+
+def _describe(name: Any, what: str | None, tool_input: Any) -> str:
+    label = name if isinstance(name, str) else "?"
+    if what is None:
+        try:
+            what = json.dumps(tool_input, ensure_ascii=False, sort_keys=True, default=str)
+        except (TypeError, ValueError):
+            what = ""
+    detail = clip(" ".join(what.split()), CALL_CHARS)
+    return f"{label} {detail}".strip()
+
+
+def build_ledger(history: Sequence[Message], end: int | None = None) -> Ledger:
+    """The ledger of ``history[:end]`` (the whole history when ``end`` is None)."""
+    builder = LedgerBuilder()
+    builder.extend(history[:end])
+    return builder.ledger()
+
+
+# -- rendering and checking ------------------------------------------------------------------
+
+LEDGER_HEADING = (
+    "## State of work (authoritative: computed by windowkeeper from the full conversation"
+    " history, not written by a model)"
+)
+"""The first line of a rendered ledger."""
+
+_SHOWN_INSTRUCTIONS = 20
+_SHOWN_COMMANDS = 20
+_SHOWN_READS = 60
+
+
+def _latest(items: tuple[str, ...], shown: int) -> tuple[list[str], int]:
+    return list(items[-shown:]), max(len(items) - shown, 0)
+
+
+def render_ledger(ledger: Ledger) -> str:
+    """The ledger as compact Markdown-like text, under :data:`LEDGER_HEADING`.
+
+    Everything the must-keep check looks for is shown in full (the task, every file edited, the
+    latest instruction); the longer lists show their latest entries and say how many are left
+    out.
+    """
+    lines = [LEDGER_HEADING, f"Task (verbatim): {ledger.task or '(no task text)'}"]
+    instructions, earlier = _latest(ledger.instructions, _SHOWN_INSTRUCTIONS)
+    if instructions:
+        lines.append("User instructions after the task, oldest first (verbatim):")
+        if earlier:
+            lines.append(f"({earlier} earlier instructions not shown)")
+        lines += [f"- {_one_block(clip(text, EARLIER_INSTRUCTION_CHARS))}" for text in instructions]
+    if ledger.latest_instruction is not None:
+        lines.append(f"Latest user instruction: {_one_block(ledger.latest_instruction)}")
+    lines.append(f"Files edited: {', '.join(ledger.files_edited) or 'none'}")
+    reads, earlier = _latest(ledger.files_read, _SHOWN_READS)
+    if reads:
+        more = f" (and {earlier} more)" if earlier else ""
+        lines.append(f"Files read: {', '.join(reads)}{more}")
+    commands, earlier = _latest(ledger.commands, _SHOWN_COMMANDS)
+    if commands:
+        more = f", {earlier} earlier not shown" if earlier else ""
+        lines.append(f"Commands run (oldest first{more}):")
+        lines += [f"- `{' '.join(command.split())}`" for command in commands]
+    if ledger.unanswered:
+        lines.append("Tool calls still waiting for a result:")
+        lines += [f"- {call}" for call in ledger.unanswered]
+    if ledger.intent is not None:
+        lines.append(f"Last statement of the assistant: {_one_block(ledger.intent)}")
+    return "\n".join(lines)
+
+
+def _one_block(text: str) -> str:
+    # Continuation lines indented, so a multi-line text stays one list item.
+    return text.replace("\n", "\n  ")
+
+
+_HEAD_CHARS = 160
+
+
+def normalized(text: str) -> str:
+    """``text`` for comparison: case folded, backslashes as slashes, whitespace collapsed."""
+    return " ".join(text.replace("\\", "/").casefold().split())
+
+
+def must_keep(ledger: Ledger) -> list[tuple[str, str]]:
+    """``(label, item)`` for what every summary must carry: the task, each file edited, the
+    latest user instruction."""
+    items: list[tuple[str, str]] = []
+    if ledger.task:
+        items.append(("task", ledger.task))
+    items += [("file edited", path) for path in ledger.files_edited]
+    if ledger.latest_instruction is not None:
+        items.append(("latest user instruction", ledger.latest_instruction))
+    return items
+
+
+def _contains(haystack: str, item: str) -> bool:
+    """Whether normalized ``haystack`` holds ``item``: whole, or for a long item its first
+    :data:`_HEAD_CHARS` characters (a summary quotes the start of a long task, rarely all).
+
+    The match must not run on into a word on either side ("a.py" is not in "data.py").
+    """
+    needle = normalized(item)
+    if len(needle) > _HEAD_CHARS:
+        needle = needle[:_HEAD_CHARS].rstrip()
+    if not needle:
+        return True
+    at = haystack.find(needle)
+    while at >= 0:
+        end = at + len(needle)
+        before = haystack[at - 1] if at else " "
+        after = haystack[end] if end < len(haystack) else " "
+        if not (before.isalnum() and needle[0].isalnum()) and not (
+            after.isalnum() and needle[-1].isalnum()
+        ):
+            return True
+        at = haystack.find(needle, at + 1)
+    return False
+
+
+def missing_items(summary: str, ledger: Ledger) -> list[str]:
+    """The must-keep items (task, files edited, latest instruction) that ``summary`` lacks.
+
+    Compared after :func:`normalized` on both sides (so ``C:\\src\\a.py`` matches ``c:/src/a.py``
+    and line breaks do not matter), never inside a longer word; a long item counts as present
+    when its start is.
+    """
+    return [item for _, item in missing_must_keep(summary, ledger)]
+
+
+def missing_must_keep(summary: str, ledger: Ledger) -> list[tuple[str, str]]:
+    """:func:`missing_items` with the label of each item (as :func:`must_keep` gives them)."""
+    haystack = normalized(summary)
+    return [(label, item) for label, item in must_keep(ledger) if not _contains(haystack, item)]
