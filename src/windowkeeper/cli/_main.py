@@ -4,6 +4,11 @@ The only module that imports click or prints. ``format_*`` functions are pure an
 text; command bodies parse their options, call the library, render, and echo. Errors in the
 input are one line on stderr and exit 1 (``--debug`` shows the traceback instead); usage errors
 exit 2, as click makes them.
+
+The tools (traces, replay, previews, inspection, plots, the demo) and the storage backends are
+imported by the commands that use them, and the choices of ``--format``, ``--policy`` and
+``--usage`` are read from the tools' enums when first needed: building the command table, and so
+``windowkeeper --help``, loads click and this module only.
 """
 
 from __future__ import annotations
@@ -11,25 +16,25 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .._errors import MalformedMessageError, WindowkeeperError
+from .._errors import MalformedMessageError, TraceError, WindowkeeperError
 from .._version import __version__
 from ..cline._task import MAX_TOKEN_COUNT
-from ..core._window import ContextWindowInfo
-from ..rules._anthropic import Violation, validate_messages
-from ..storage import SessionStore, SQLiteStore, TaskFolderStore, copy_task
-from ..tools._demo import DEMO_WINDOW, demo_conversation
-from ..tools._inspection import Inspection, inspect_trace, unknown_blocks
-from ..tools._plot import plot_replays
-from ..tools._preview import NextRequest, next_request
-from ..tools._replay import PolicyName, Replay, UsageSource, replay, request_points
-from ..tools._trace import Trace, TraceError, TraceFormat, load_trace
+
+if TYPE_CHECKING:
+    from ..core._window import ContextWindowInfo
+    from ..rules._anthropic import Violation
+    from ..storage import SessionStore
+    from ..tools._inspection import Inspection
+    from ..tools._preview import NextRequest
+    from ..tools._replay import Replay
+    from ..tools._trace import Trace
 
 __all__ = ["cli", "main"]
 
@@ -358,6 +363,52 @@ class ProgressBar:
 # -- commands --------------------------------------------------------------------------------
 
 
+class _LateChoice(click.Choice[str]):
+    """A :class:`click.Choice` whose values ``load()`` gives when they are first needed.
+
+    Parsing the option or showing the command's own help reads them; building the command table
+    does not, so the module ``load`` imports stays unloaded for ``windowkeeper --help``.
+    """
+
+    def __init__(self, load: Callable[[], Iterable[str]]) -> None:
+        self._load = load
+        self._values: tuple[str, ...] = ()
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The values, loaded on first use."""
+        if not self._values:
+            self._values = tuple(self._load())
+        return self._values
+
+    @choices.setter
+    def choices(self, values: Iterable[str]) -> None:
+        # click.Choice.__init__ sets the (empty) choices: only a non-empty value replaces load().
+        self._values = tuple(values)
+
+
+def _trace_formats() -> list[str]:
+    from ..tools._trace import TraceFormat  # noqa: PLC0415 - a tool: loaded when first used
+
+    return [kind.value for kind in TraceFormat]
+
+
+def _policies() -> list[str]:
+    from ..tools._replay import PolicyName  # noqa: PLC0415 - a tool: loaded when first used
+
+    return [name.value for name in PolicyName]
+
+
+def _usage_sources() -> list[str]:
+    from ..tools._replay import UsageSource  # noqa: PLC0415 - a tool: loaded when first used
+
+    return [source.value for source in UsageSource]
+
+
+_DEFAULT_POLICY = "cline"  # PolicyName.CLINE, the original's decisions
+
+
 def _path_argument(function: F) -> F:
     return click.argument("path", type=click.Path(exists=True, path_type=Path), metavar="PATH")(
         function
@@ -368,7 +419,7 @@ def _format_option(function: F) -> F:
     return click.option(
         "--format",
         "trace_format",
-        type=click.Choice([kind.value for kind in TraceFormat]),
+        type=_LateChoice(_trace_formats),
         help="What PATH holds (default: detected).",
     )(function)
 
@@ -390,8 +441,8 @@ def _window_option(function: F) -> F:
 def _policy_option(function: F) -> F:
     return click.option(
         "--policy",
-        type=click.Choice([name.value for name in PolicyName]),
-        default=PolicyName.CLINE.value,
+        type=_LateChoice(_policies),
+        default=_DEFAULT_POLICY,
         show_default=True,
         help="cline: the original's decisions; windowkeeper: the session with its pre-flight.",
     )(function)
@@ -414,6 +465,9 @@ def cli() -> None:
 @_debug_option
 def inspect(*, path: Path, trace_format: str | None, as_json: bool, debug: bool) -> None:
     """What a trace holds: messages, tool calls, file reads, recorded usage, stored context."""
+    from ..tools._inspection import inspect_trace  # noqa: PLC0415 - tools load in their command
+    from ..tools._trace import load_trace  # noqa: PLC0415
+
     with reported(debug):
         found = inspect_trace(load_trace(path, trace_format))
     click.echo(format_json(found.to_json()) if as_json else format_inspection(found))
@@ -430,6 +484,11 @@ def check(
     *, path: Path, trace_format: str | None, window: int, policy: str, stored: bool, debug: bool
 ) -> None:
     """Check the next request against the provider's rules; exit 1 with one line per violation."""
+    from ..rules._anthropic import validate_messages  # noqa: PLC0415 - loaded in its command
+    from ..tools._inspection import unknown_blocks  # noqa: PLC0415
+    from ..tools._preview import next_request  # noqa: PLC0415
+    from ..tools._trace import load_trace  # noqa: PLC0415
+
     with reported(debug):
         trace = load_trace(path, trace_format)
         if stored:
@@ -467,6 +526,9 @@ def view(
     *, path: Path, trace_format: str | None, window: int, policy: str, shape: str, debug: bool
 ) -> None:
     """Exactly what would be sent next."""
+    from ..tools._preview import next_request  # noqa: PLC0415 - tools load in their command
+    from ..tools._trace import load_trace  # noqa: PLC0415
+
     with reported(debug):
         request = next_request(load_trace(path, trace_format), window=window, policy=policy)
         if shape == "anthropic":
@@ -490,13 +552,13 @@ def view(
 @click.option(
     "--policy",
     "policies",
-    type=click.Choice([name.value for name in PolicyName]),
+    type=_LateChoice(_policies),
     multiple=True,
     help="Policy to replay (repeat to compare; default: cline).",
 )
 @click.option(
     "--usage",
-    type=click.Choice([source.value for source in UsageSource]),
+    type=_LateChoice(_usage_sources),
     help="What drives decisions: the usage the trace recorded, or the estimate of what the"
     " policy sent (default: recorded when the trace recorded any).",
 )
@@ -519,12 +581,16 @@ def replay_command(
     debug: bool,
 ) -> None:
     """Feed the history request by request (one request before each assistant message)."""
+    from ..tools._plot import plot_replays  # noqa: PLC0415 - tools load in their command
+    from ..tools._replay import UsageSource  # noqa: PLC0415
+    from ..tools._trace import load_trace  # noqa: PLC0415
+
     with reported(debug):
         trace = load_trace(path, trace_format)
         source = usage or (
             UsageSource.RECORDED if trace.has_recorded_usage else UsageSource.ESTIMATED
         )
-        results = _replay_all(trace, window, policies or (PolicyName.CLINE.value,), source)
+        results = _replay_all(trace, window, policies or (_DEFAULT_POLICY,), source)
     click.echo(
         format_replay_json(results)
         if as_json
@@ -537,6 +603,8 @@ def replay_command(
 
 
 def _replay_all(trace: Trace, window: int, policies: Sequence[str], source: str) -> list[Replay]:
+    from ..tools._replay import request_points  # noqa: PLC0415 - tools load in their command
+
     total = len(request_points(trace.history)) * len(policies)
     bar = ProgressBar(total, sys.stderr)
     try:
@@ -550,6 +618,8 @@ def _replay_all(trace: Trace, window: int, policies: Sequence[str], source: str)
 def _replays(
     trace: Trace, window: int, policies: Sequence[str], source: str, bar: ProgressBar
 ) -> list[Replay]:
+    from ..tools._replay import replay  # noqa: PLC0415 - tools load in their command
+
     return [
         replay(
             trace.history,
@@ -577,6 +647,10 @@ def _replays(
 @_debug_option
 def demo(*, plot: Path, no_plot: bool, debug: bool) -> None:
     """Replay the bundled demo conversation under both policies and plot it."""
+    from ..tools._demo import DEMO_WINDOW, demo_conversation  # noqa: PLC0415 - tools load in
+    from ..tools._plot import plot_replays  # noqa: PLC0415 - their command
+    from ..tools._replay import PolicyName, UsageSource, replay  # noqa: PLC0415
+
     history = demo_conversation()
     with reported(debug):
         results = [
@@ -617,6 +691,8 @@ def export(
     The folder then works like any other: Cline reads it, `windowkeeper view` shows it, and a
     ContextSession(task_dir=DESTINATION) resumes the task.
     """
+    from ..storage import SQLiteStore, TaskFolderStore, copy_task  # noqa: PLC0415 - in its command
+
     if (sqlite_path is None) == (conninfo is None):
         raise click.UsageError("give --sqlite or --postgres")
     with reported(debug):
