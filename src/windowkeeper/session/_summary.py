@@ -1,0 +1,305 @@
+"""Compaction by summary: the request for a summary, and the text that replaces folded turns.
+
+Two shapes of the same request (:class:`SummaryRequest`):
+
+- **in-band, cache-aligned**: ``body`` is the request the session would send anyway, with
+  :func:`summary_instruction` appended to its last user message (:func:`with_instruction`); the
+  provider reads the whole cached prefix and the reply is the summary;
+- **out-of-band**: a :data:`Summarizer` (or :data:`AsyncSummarizer`) gets the ``messages`` to
+  fold and returns the summary, e.g. from a cheaper model. :func:`summary_messages` turns a
+  request into a small conversation any provider accepts (tool calls and results as text, roles
+  alternating, the instruction last); the ready-made summarizers of
+  :mod:`windowkeeper.adapters.summarizers` send it.
+
+Once turns are folded, :func:`continuation` is the text placed right after messages 0-1: the
+summary, checked against the :class:`~windowkeeper.session._ledger.Ledger` (what it dropped of
+the task, the files edited and the latest instruction is added back), then the ledger itself.
+Without a summary the ledger alone stands in: never worse than truncation. The wording is
+windowkeeper's own; only the sections follow the original. Nothing here modifies an argument.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .._errors import MalformedMessageError
+from ..core._condense import SUMMARY_SECTIONS
+from ..core._messages import Message
+from ._ledger import Ledger, clip, missing_must_keep, render_ledger
+
+__all__ = [
+    "RESULT_CHARS",
+    "AsyncSummarizer",
+    "Summarizer",
+    "SummaryRequest",
+    "checked_summary",
+    "continuation",
+    "summary_instruction",
+    "summary_messages",
+    "with_instruction",
+]
+
+_SECTION_ASKS = (
+    "what the user asked for and why, every goal and constraint they set; quote the task's"
+    " opening words exactly",
+    "the technologies, conventions, interfaces and decisions the work depends on",
+    "every file read, created or changed, by its exact path: what it is for, what changed in"
+    " it, and the code (signatures, snippets) that still matters",
+    "errors met, their causes and fixes, and what is still unresolved",
+    "everything asked for that is not done yet",
+    "how the request changed over the conversation, each change with the user's own words in"
+    " quotation marks, ending with the latest instruction quoted exactly",
+    "precisely what was being done when this summary was asked for: files, functions, commands",
+    "the next step, only if it follows from the latest instruction; otherwise say there is none",
+    "the paths of the files that must be read again before going on, one per line",
+)
+
+
+def summary_instruction(previous_summary: str | None) -> str:
+    """What asks the model for a summary of the conversation, in plain text, by sections.
+
+    The sections follow the original's (:data:`~windowkeeper.core._condense.SUMMARY_SECTIONS`).
+    With a ``previous_summary`` (a rolling compaction), the model is told that the conversation
+    opens with a summary of its earlier part and to fold it in; its text is not repeated here,
+    since the request already carries it.
+    """
+    sections = "".join(
+        f"{number}. {title}: {ask}.\n"
+        for number, (title, ask) in enumerate(zip(SUMMARY_SECTIONS, _SECTION_ASKS, strict=True), 1)
+    )
+    earlier = (
+        "The conversation begins with a summary of its own earlier part, written at a previous"
+        " compaction. Fold it into the new summary: keep all of it that still matters, update"
+        " what has changed since, and drop nothing the user asked for.\n"
+        if previous_summary
+        else ""
+    )
+    return (
+        "[windowkeeper: context compaction] The conversation is about to be shortened to fit"
+        " the context window. Pause the work and reply with a summary of the whole conversation"
+        " so far, complete enough to carry on from it without the messages it replaces.\n"
+        f"{earlier}"
+        "Reply with the summary as plain text only: call no tools and do no other work in this"
+        " reply. Use these numbered sections:\n"
+        f"{sections}"
+        "Be specific: exact paths, names, commands and values, not descriptions of them."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """What a summarizer gets.
+
+    ``messages``: the messages to fold, in the Anthropic shape (as the history holds them:
+    they may start with an assistant message and carry tool calls); ``previous_summary``: the
+    summary they continue, if any; ``instruction``: the request for a summary
+    (:func:`summary_instruction`); ``ledger``: the state of work of the history up to the end
+    of ``messages``; ``body``: the cache-aligned alternative, the request as it would be sent
+    with the instruction appended to its last user message.
+    """
+
+    messages: tuple[Message, ...]
+    previous_summary: str | None
+    instruction: str
+    ledger: Ledger
+    body: tuple[Message, ...] = ()
+
+
+Summarizer = Callable[[SummaryRequest], str]
+"""Returns the summary text for a request. An exception, or empty text, means "no summary":
+the session then compacts with the ledger alone."""
+
+AsyncSummarizer = Callable[[SummaryRequest], Awaitable[str]]
+"""The awaitable form of :data:`Summarizer`, for ``aprepare``."""
+
+
+# -- in-band: the instruction on the request itself -------------------------------------------
+
+
+def _has_tool_calls(message: Message) -> bool:
+    content = message.get("content")
+    if isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "tool_use" for block in content
+    ):
+        return True
+    return bool(message.get("tool_calls"))  # the OpenAI shape
+
+
+def with_instruction(messages: Sequence[Message], instruction: str) -> list[Message]:
+    """A copy of ``messages`` with ``instruction`` as a last text block of the last user message.
+
+    The rule for the end of the conversation:
+
+    - a last ``user`` message gets the text block appended (string content becomes a text block
+      first; empty string content is dropped);
+    - after a last ``assistant`` message without tool calls, or an OpenAI ``tool``/``system``
+      message, a new user message holding the instruction is added: roles still alternate;
+    - a last assistant message with tool calls (``tool_use`` blocks or OpenAI ``tool_calls``)
+      needs its results before any other user text, so it is refused with
+      :class:`~windowkeeper.MalformedMessageError`; so is a message that is not a dict.
+
+    Works on both the Anthropic and the OpenAI Chat Completions shapes. Only the changed last
+    message is new; the others are shared, and nothing given is modified.
+    """
+    output = list(messages)
+    block = {"type": "text", "text": instruction}
+    if not output:
+        return [{"role": "user", "content": [block]}]
+    last = output[-1]
+    where = f"messages[{len(output) - 1}]"
+    if not isinstance(last, dict):
+        raise MalformedMessageError(where, f"expected a message dict, got {type(last).__name__}")
+    role = last.get("role")
+    if role == "user":
+        content = last.get("content")
+        if isinstance(content, str):
+            blocks: list[Any] = [{"type": "text", "text": content}] if content else []
+        elif isinstance(content, list):
+            blocks = list(content)
+        else:
+            raise MalformedMessageError(f"{where}.content", "expected a string or a list")
+        output[-1] = {**last, "content": [*blocks, block]}
+        return output
+    if role == "assistant" and _has_tool_calls(last):
+        raise MalformedMessageError(
+            where, "ends with tool calls: their results must come before the summary instruction"
+        )
+    output.append({"role": "user", "content": [block]})
+    return output
+
+
+# -- out-of-band: a conversation any provider accepts -----------------------------------------
+
+RESULT_CHARS = 8_000
+""":func:`summary_messages` keeps this many characters of each tool result and tool input."""
+
+_PREFACE = (
+    "Below is part of a conversation between a user and an AI coding assistant, with its tool"
+    " calls and results written out as text. It will be removed from the assistant's context"
+    " and replaced by your summary."
+)
+
+
+def _block_text(block: Any, limit: int | None) -> str | None:
+    """A block written out as text for a summarizer, or None for what is left out."""
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if kind == "text":
+        text = block.get("text")
+        return text if isinstance(text, str) and text.strip() else None
+    if kind == "tool_use":
+        try:
+            arguments = json.dumps(block.get("input"), ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            arguments = str(block.get("input"))
+        return f"[tool call {block.get('name')}: {_cut(arguments, limit)}]"
+    if kind == "tool_result":
+        content = block.get("content")
+        if isinstance(content, list):
+            parts = [_block_text(item, limit) for item in content]
+            content = "\n".join(part for part in parts if part)
+        text = content if isinstance(content, str) else ""
+        error = " (error)" if block.get("is_error") else ""
+        return f"[tool result{error}: {_cut(text, limit) or '(empty)'}]"
+    if kind in ("image", "document"):
+        return f"[{kind}]"
+    return None  # thinking and provider-specific blocks: not for a summary
+
+
+def _cut(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
+
+
+def summary_messages(
+    request: SummaryRequest, *, result_chars: int | None = RESULT_CHARS
+) -> list[Message]:
+    """The messages of an out-of-band summary call for ``request``: text only, valid anywhere.
+
+    A first user message introduces the conversation (and carries the previous summary, if
+    any); the folded messages follow with tool calls and results written out as text (each cut
+    to ``result_chars``; None keeps them whole), thinking and unknown blocks left out, runs of
+    one role joined; the instruction ends the last user message. Roles alternate, the first is
+    a user message, no content is empty, and no tool block is left to pair.
+    """
+    preface = _PREFACE
+    if request.previous_summary:
+        preface += (
+            "\n\nSummary of the conversation before this part, written at a previous"
+            f" compaction:\n{request.previous_summary}"
+        )
+    turns: list[tuple[str, list[str]]] = [("user", [preface])]
+    for message in request.messages:
+        role = message.get("role") if isinstance(message, dict) else None
+        if role not in ("user", "assistant"):
+            continue
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        texts = [text for block in blocks or [] if (text := _block_text(block, result_chars))]
+        if not texts:
+            continue
+        if turns[-1][0] == role:
+            turns[-1][1].extend(texts)
+        else:
+            turns.append((role, texts))
+    if turns[-1][0] == "user":
+        turns[-1][1].append(request.instruction)
+    else:
+        turns.append(("user", [request.instruction]))
+    return [
+        {"role": role, "content": [{"type": "text", "text": text} for text in texts]}
+        for role, texts in turns
+    ]
+
+
+# -- the text that replaces the folded turns ---------------------------------------------------
+
+_REINSTATED_CHARS = 300
+
+
+def checked_summary(summary: str, ledger: Ledger) -> str:
+    """``summary`` with the must-keep items it lacks added at its end (it when none is missing).
+
+    The items are the task, the files edited and the latest user instruction, looked for as
+    :func:`~windowkeeper.session._ledger.missing_items` does; the task and the instruction are
+    added clipped (the ledger that follows a continuation has them whole). Keeping them in the
+    summary's own text means a later compaction that folds this summary keeps them too.
+    """
+    summary = summary.strip()
+    missing = missing_must_keep(summary, ledger)
+    if not missing:
+        return summary
+    lines = [f"- {label}: {clip(item, _REINSTATED_CHARS)}" for label, item in missing]
+    return f"{summary}\n\nAdded from the ledger (missing from the summary above):\n" + "\n".join(
+        lines
+    )
+
+
+def continuation(summary: str | None, ledger: Ledger) -> str:
+    """The text placed right after messages 0-1 once earlier turns are folded.
+
+    With a summary: a line saying the earlier conversation was summarized, the checked summary
+    (:func:`checked_summary`), then the rendered ledger. With ``summary`` None or blank (no
+    summarizer, an empty reply, an error): a line saying the earlier turns were removed, then
+    the ledger alone.
+    """
+    ledger_text = render_ledger(ledger)
+    if summary is None or not summary.strip():
+        return (
+            "[windowkeeper: earlier turns of this conversation were removed to fit the context"
+            " window. No summary of them is available; the state of work below was computed"
+            " from the full history.]\n\n"
+            f"{ledger_text}"
+        )
+    return (
+        "[windowkeeper: earlier turns of this conversation were replaced by the summary below,"
+        " followed by the state of work computed from the full history. Go on with the work"
+        " from there.]\n\n"
+        f"{checked_summary(summary, ledger)}\n\n"
+        f"{ledger_text}"
+    )
