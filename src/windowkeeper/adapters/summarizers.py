@@ -1,0 +1,268 @@
+"""Ready-made summarizers for a session's out-of-band compaction, on the Anthropic and OpenAI SDKs.
+
+::
+
+    import anthropic
+    from windowkeeper.adapters.summarizers import anthropic_summarizer
+
+    summarize = anthropic_summarizer(anthropic.Anthropic(), "claude-haiku-4-5")
+    text = summarize(request)      # a SummaryRequest from the session
+    summarize.last_usage           # the summary call's own TokenUsage
+
+Each summarizer sends :func:`~windowkeeper.session._summary.summary_messages` of the request:
+the folded messages written out as text (tool calls and results included), roles alternating,
+the instruction as the final user turn; so the request is valid for any model, needs no tool
+definitions and pairs no tool blocks. The reply's text is returned, stripped. The OpenAI ones
+convert the messages with :func:`windowkeeper.formats.openai.from_anthropic` and call Chat
+Completions.
+
+Failures: an error of the SDK (a refused request, a timeout, a rate limit) is raised as the SDK
+raised it, and an empty reply gives ``""``; the session treats both as "no summary" and compacts
+with the ledger alone, so nothing is retried or hidden here. ``last_usage`` is None until a call
+succeeds, and is reset when one starts.
+
+No SDK is imported by this module: it only calls the client it is given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..core._usage import TokenUsage
+from ..formats.openai import from_anthropic
+from ..session._sdk import usage_from_sdk
+from ..session._summary import RESULT_CHARS, SummaryRequest, summary_messages
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
+
+__all__ = [
+    "AnthropicSummarizer",
+    "AsyncAnthropicSummarizer",
+    "AsyncOpenAISummarizer",
+    "OpenAISummarizer",
+    "anthropic_async_summarizer",
+    "anthropic_summarizer",
+    "openai_async_summarizer",
+    "openai_summarizer",
+]
+
+DEFAULT_MAX_TOKENS = 2_048
+"""The default cap on a summary's length, in output tokens."""
+
+
+class _Base:
+    """What every summarizer keeps: the model, its limits, and the last call's usage."""
+
+    __slots__ = ("last_usage", "max_tokens", "model", "result_chars", "system")
+
+    def __init__(
+        self, model: str, max_tokens: int, system: str | None, result_chars: int | None
+    ) -> None:
+        self.model = model
+        self.max_tokens = max_tokens
+        self.system = system
+        self.result_chars = result_chars
+        self.last_usage: TokenUsage | None = None
+
+    def _messages(self, request: SummaryRequest) -> list[dict[str, Any]]:
+        self.last_usage = None
+        return summary_messages(request, result_chars=self.result_chars)
+
+
+class AnthropicSummarizer(_Base):
+    """A :data:`~windowkeeper.session._summary.Summarizer` calling ``client.messages.create``."""
+
+    __slots__ = ("client",)
+
+    def __init__(
+        self,
+        client: anthropic.Anthropic,
+        model: str,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        system: str | None = None,
+        result_chars: int | None = RESULT_CHARS,
+    ) -> None:
+        super().__init__(model, max_tokens, system, result_chars)
+        self.client = client
+
+    def __call__(self, request: SummaryRequest) -> str:
+        """The summary of ``request``'s messages (may raise the SDK's errors; see the module)."""
+        create: Any = self.client.messages.create
+        reply = create(**_anthropic_params(self, self._messages(request)))
+        self.last_usage = usage_from_sdk(reply.usage)
+        return _anthropic_text(reply.content)
+
+
+class AsyncAnthropicSummarizer(_Base):
+    """An :data:`~windowkeeper.session._summary.AsyncSummarizer` on ``anthropic.AsyncAnthropic``."""
+
+    __slots__ = ("client",)
+
+    def __init__(
+        self,
+        client: anthropic.AsyncAnthropic,
+        model: str,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        system: str | None = None,
+        result_chars: int | None = RESULT_CHARS,
+    ) -> None:
+        super().__init__(model, max_tokens, system, result_chars)
+        self.client = client
+
+    async def __call__(self, request: SummaryRequest) -> str:
+        """The summary of ``request``'s messages (may raise the SDK's errors; see the module)."""
+        create: Any = self.client.messages.create
+        reply = await create(**_anthropic_params(self, self._messages(request)))
+        self.last_usage = usage_from_sdk(reply.usage)
+        return _anthropic_text(reply.content)
+
+
+class OpenAISummarizer(_Base):
+    """A :data:`~windowkeeper.session._summary.Summarizer` calling Chat Completions."""
+
+    __slots__ = ("client",)
+
+    def __init__(
+        self,
+        client: openai.OpenAI,
+        model: str,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        system: str | None = None,
+        result_chars: int | None = RESULT_CHARS,
+    ) -> None:
+        super().__init__(model, max_tokens, system, result_chars)
+        self.client = client
+
+    def __call__(self, request: SummaryRequest) -> str:
+        """The summary of ``request``'s messages (may raise the SDK's errors; see the module)."""
+        create: Any = self.client.chat.completions.create
+        reply = create(**_openai_params(self, self._messages(request)))
+        self.last_usage = usage_from_sdk(reply.usage) if reply.usage is not None else None
+        return _openai_text(reply.choices)
+
+
+class AsyncOpenAISummarizer(_Base):
+    """An :data:`~windowkeeper.session._summary.AsyncSummarizer` on ``openai.AsyncOpenAI``."""
+
+    __slots__ = ("client",)
+
+    def __init__(
+        self,
+        client: openai.AsyncOpenAI,
+        model: str,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        system: str | None = None,
+        result_chars: int | None = RESULT_CHARS,
+    ) -> None:
+        super().__init__(model, max_tokens, system, result_chars)
+        self.client = client
+
+    async def __call__(self, request: SummaryRequest) -> str:
+        """The summary of ``request``'s messages (may raise the SDK's errors; see the module)."""
+        create: Any = self.client.chat.completions.create
+        reply = await create(**_openai_params(self, self._messages(request)))
+        self.last_usage = usage_from_sdk(reply.usage) if reply.usage is not None else None
+        return _openai_text(reply.choices)
+
+
+def _anthropic_params(summarizer: _Base, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "model": summarizer.model,
+        "max_tokens": summarizer.max_tokens,
+        "messages": messages,
+    }
+    if summarizer.system:
+        params["system"] = summarizer.system
+    return params
+
+
+def _anthropic_text(content: Sequence[Any]) -> str:
+    return "".join(
+        block.text for block in content if getattr(block, "type", None) == "text"
+    ).strip()
+
+
+def _openai_params(summarizer: _Base, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "model": summarizer.model,
+        "max_completion_tokens": summarizer.max_tokens,
+        "messages": from_anthropic(messages, system=summarizer.system or None),
+    }
+
+
+def _openai_text(choices: Sequence[Any]) -> str:
+    if not choices:
+        return ""
+    content = choices[0].message.content
+    return content.strip() if isinstance(content, str) else ""
+
+
+def anthropic_summarizer(
+    client: anthropic.Anthropic,
+    model: str,
+    *,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    system: str | None = None,
+    result_chars: int | None = RESULT_CHARS,
+) -> AnthropicSummarizer:
+    """A summarizer on an ``anthropic.Anthropic`` client and ``model``.
+
+    ``max_tokens`` caps the summary; ``system`` is an optional system prompt for the summary
+    call; ``result_chars`` cuts each tool result and input (None: whole).
+    """
+    return AnthropicSummarizer(
+        client, model, max_tokens=max_tokens, system=system, result_chars=result_chars
+    )
+
+
+def anthropic_async_summarizer(
+    client: anthropic.AsyncAnthropic,
+    model: str,
+    *,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    system: str | None = None,
+    result_chars: int | None = RESULT_CHARS,
+) -> AsyncAnthropicSummarizer:
+    """:func:`anthropic_summarizer` on an ``anthropic.AsyncAnthropic`` client (awaitable)."""
+    return AsyncAnthropicSummarizer(
+        client, model, max_tokens=max_tokens, system=system, result_chars=result_chars
+    )
+
+
+def openai_summarizer(
+    client: openai.OpenAI,
+    model: str,
+    *,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    system: str | None = None,
+    result_chars: int | None = RESULT_CHARS,
+) -> OpenAISummarizer:
+    """A summarizer on an ``openai.OpenAI`` client and ``model`` (Chat Completions).
+
+    ``max_tokens`` is sent as ``max_completion_tokens``; ``system`` becomes a first system
+    message; ``result_chars`` as for :func:`anthropic_summarizer`.
+    """
+    return OpenAISummarizer(
+        client, model, max_tokens=max_tokens, system=system, result_chars=result_chars
+    )
+
+
+def openai_async_summarizer(
+    client: openai.AsyncOpenAI,
+    model: str,
+    *,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    system: str | None = None,
+    result_chars: int | None = RESULT_CHARS,
+) -> AsyncOpenAISummarizer:
+    """:func:`openai_summarizer` on an ``openai.AsyncOpenAI`` client (awaitable)."""
+    return AsyncOpenAISummarizer(
+        client, model, max_tokens=max_tokens, system=system, result_chars=result_chars
+    )
