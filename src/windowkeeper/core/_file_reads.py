@@ -234,11 +234,18 @@ def _js_replace_first(text: str, search: str, replacement: str) -> str:
     return text[:at] + replacement + text[end:]
 
 
-@dataclass(slots=True)
 class _MentionWork:
-    block_index: int
-    text: str
-    replaced: list[Any]
+    """A mention message's text as replacements go, and the paths replaced in it so far.
+
+    A plain class, not a dataclass: that would cost start-up time for a record nobody compares.
+    """
+
+    __slots__ = ("block_index", "replaced", "text")
+
+    def __init__(self, block_index: int, text: str, replaced: list[Any]) -> None:
+        self.block_index = block_index
+        self.text = text
+        self.replaced = replaced
 
 
 def apply_read_replacements(

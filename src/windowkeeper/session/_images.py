@@ -8,7 +8,6 @@ beyond the first bytes (or, for a JPEG, past the metadata that precedes its fram
 
 from __future__ import annotations
 
-import base64
 import binascii
 import math
 from collections.abc import Mapping
@@ -42,7 +41,9 @@ def _b64_head(data: str, chars: int) -> bytes | None:
     if len(head) < len(data):
         head = head[: len(head) - len(head) % 4]
     try:
-        return base64.b64decode(head)
+        # base64.b64decode(head) exactly (ASCII only, non-alphabet characters skipped), without
+        # importing base64 for one call.
+        return binascii.a2b_base64(head.encode("ascii"))
     except (binascii.Error, ValueError):
         return None
 

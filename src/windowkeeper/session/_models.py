@@ -34,7 +34,7 @@ import json
 import re
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import cache
 from os import PathLike
 from pathlib import Path
@@ -156,12 +156,18 @@ _ENTRY_FIELDS = frozenset(
 _OVERRIDE_FIELDS = _ENTRY_FIELDS - {"aliases"}
 
 
-@dataclass(frozen=True, slots=True)
+# The internal records below are plain classes, not dataclasses: making a dataclass costs
+# about a millisecond of start-up, and nothing compares or prints these.
+
+
 class _Table:
     """Models by canonical id (lowercase) and every id and alias mapped to its canonical id."""
 
-    models: dict[str, ModelInfo] = field(default_factory=dict)
-    index: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("index", "models")
+
+    def __init__(self) -> None:
+        self.models: dict[str, ModelInfo] = {}
+        self.index: dict[str, str] = {}
 
     def resolve(self, candidates: tuple[str, ...]) -> str | None:
         for candidate in candidates:
@@ -300,10 +306,14 @@ def load_model_table(path: str | PathLike[str]) -> dict[str, ModelInfo]:
 # -- overrides -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class _Overrides:
-    by_key: dict[str, ModelInfo]
-    by_model: dict[str, ModelInfo]  # the shipped model's canonical id -> the first override for it
+    """Overrides by lowercased key, and by the canonical id of the shipped model they override."""
+
+    __slots__ = ("by_key", "by_model")
+
+    def __init__(self, by_key: dict[str, ModelInfo], by_model: dict[str, ModelInfo]) -> None:
+        self.by_key = by_key
+        self.by_model = by_model  # the shipped model's canonical id -> the first override for it
 
 
 def _check_info(info: ModelInfo, fail: _Fail) -> None:

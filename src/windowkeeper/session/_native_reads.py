@@ -80,12 +80,21 @@ def notice_for(path: str, latest_index: int) -> str:
     )
 
 
-@dataclass(slots=True)
 class _Copy:
-    sighting: Sighting
-    size: int  # UTF-16 length of what the replacement replaces
-    prefix: str = ""  # kept before the notice (a Cline header, or text before a file's contents)
-    suffix: str = ""  # kept after the notice (the closing tag and what follows it)
+    """A copy a tool read, and what a replacement of it keeps around the notice.
+
+    A plain class, not a dataclass: that would cost start-up time for a record nobody compares.
+    """
+
+    __slots__ = ("prefix", "sighting", "size", "suffix")
+
+    def __init__(self, sighting: Sighting, size: int, prefix: str = "", suffix: str = "") -> None:
+        self.sighting = sighting
+        self.size = size  # UTF-16 length of what the replacement replaces
+        self.prefix = (
+            prefix  # kept before the notice (a Cline header, or text before a file's contents)
+        )
+        self.suffix = suffix  # kept after the notice (the closing tag and what follows it)
 
 
 @dataclass
