@@ -13,11 +13,11 @@ they did not change.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypedDict, TypeVar
 
 from .._errors import MalformedMessageError
+from ._incremental import Seen, shared_prefix
 
 __all__ = [
     "ROLES",
@@ -236,20 +236,6 @@ def check_history(history: Any, name: str = "history") -> None:
         check_message(message, f"{name}[{index}]")
 
 
-def shared_prefix(old: Sequence[Any], new: Sequence[Any]) -> int:
-    """How many leading elements ``new`` shares with ``old``, by identity.
-
-    Fast (a C-level scan) when ``new`` merely extends ``old``, as an agent's history does.
-    """
-    size = min(len(old), len(new))
-    if all(map(operator.is_, old[:size], new[:size])):
-        return size
-    for index in range(size):
-        if old[index] is not new[index]:
-            return index
-    return size  # pragma: no cover - the scan above found a difference
-
-
 class CheckMemo:
     """:func:`check_history` that skips message objects it already checked.
 
@@ -262,7 +248,7 @@ class CheckMemo:
 
     def __init__(self) -> None:
         self._seen: dict[int, tuple[Any, Any]] = {}
-        self._last: list[Any] = []
+        self._last = Seen()
 
     def check_history(self, history: Any, name: str = "history") -> None:
         """Raise :class:`MalformedMessageError` for the first malformed message, as check_history."""
@@ -271,13 +257,14 @@ class CheckMemo:
                 name, f"expected a list of messages, got {type(history).__name__}"
             )
         last = self._last
-        if len(history) >= len(last) and shared_prefix(last, history) == len(last):
+        done = last.length
+        if len(history) >= done and last.prefix(history) == done:
             # The last call's messages, unchanged, then new ones: check only the new ones.
-            for index in range(len(last), len(history)):
+            for index in range(done, len(history)):
                 message = history[index]
                 check_message(message, f"{name}[{index}]")
                 self._seen[id(message)] = (message, message.get("content"))
-            self._last = list(history)
+            last.remember(history)
             return
         known = self._seen
         seen: dict[int, tuple[Any, Any]] = {}
@@ -288,4 +275,4 @@ class CheckMemo:
                 entry = (message, message.get("content"))
             seen[id(message)] = entry
         self._seen = seen
-        self._last = list(history)
+        last.remember(history)

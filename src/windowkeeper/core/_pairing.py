@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._messages import Message, shared_prefix
+from ._incremental import Growing, Seen
+from ._messages import Message
 from ._notices import RESULT_MISSING
 
 __all__ = [
@@ -118,33 +119,45 @@ class PairMemo:
     objects this keeps what ``rewrite`` made of the second one and reuses it (the same object,
     which also keeps what is sent identical for prompt caching) while both are the same objects;
     when the list merely extends the last one, only the pairs from the seam on are looked at.
-    Messages are treated as values: windowkeeper never changes one in place, and expects the same
-    of its callers (to edit a message, put a new dict in its place). Not thread-safe.
+    Messages are treated as values (:mod:`windowkeeper.core._incremental` states the invariant).
+    Not thread-safe.
     """
 
-    __slots__ = ("_input", "_output", "_pairs", "_rewrite")
+    __slots__ = ("_output", "_pairs", "_rewrite", "_seen", "_shares")
 
-    def __init__(self, rewrite: Callable[[Message, Message], Message | None]) -> None:
+    def __init__(
+        self, rewrite: Callable[[Message, Message], Message | None], *, shares: bool = False
+    ) -> None:
         self._rewrite = rewrite
         self._pairs: dict[int, tuple[Any, Any, Any]] = {}
-        self._input: list[Any] = []
-        self._output: list[Any] = []
+        self._seen = Seen()
+        self._output = Growing()
+        # True: apply returns its own Growing output, which readers must not change (the
+        # session's chain, where a copy would cost time in the whole history every turn)
+        self._shares = shares
 
     def apply(self, messages: Sequence[Message]) -> list[Message]:
-        """A copy of ``messages`` in which each message after an assistant one is rewritten."""
-        shared = shared_prefix(self._input, messages)
-        if shared == len(self._input) and shared:
-            output = self._output[:shared] + list(messages[shared:])
+        """``messages`` in which each message after an assistant one is rewritten.
+
+        A new list, unless the memo was made with ``shares=True``: then its own output, a
+        :class:`~windowkeeper.core._incremental.Growing` list that only the memo changes.
+        """
+        shared = self._seen.prefix(messages)
+        output = self._output
+        if shared:
+            # output[i] depends on messages i-1 and i only: what precedes the seam stands.
+            if shared < len(output):
+                del output[shared:]
+            output.extend(messages[shared:])
             self._scan(output, shared - 1, self._pairs)
         else:
-            output = list(messages)
+            output = self._output = Growing(messages)
             self._pairs = self._scan(output, 0, {})
-        self._input = list(messages)
-        self._output = output
-        return list(output)
+        self._seen.remember(messages)
+        return output if self._shares else list(output)
 
     def _scan(
-        self, output: list[Any], start: int, seen: dict[int, tuple[Any, Any, Any]]
+        self, output: Growing, start: int, seen: dict[int, tuple[Any, Any, Any]]
     ) -> dict[int, tuple[Any, Any, Any]]:
         known = self._pairs
         rewrite = self._rewrite
@@ -160,7 +173,7 @@ class PairMemo:
                 rewritten = rewrite(message, following)
             seen[id(following)] = (message, following, rewritten)
             if rewritten is not None:
-                output[position + 1] = rewritten
+                output.fill(position + 1, rewritten)  # past the seam: no reader has seen it
         return seen
 
 

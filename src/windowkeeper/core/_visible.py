@@ -12,7 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ._messages import Message, shared_prefix, with_block_content, with_block_text
+from ._incremental import Seen
+from ._messages import Message, with_block_content, with_block_text
 from ._notices import STRIPPED_RESULTS_NOTICE
 from ._overwrites import CONTENT, INPUT, OverwriteStore, Update
 from ._pairing import RepairMemo, ensure_tool_results_follow_tool_use
@@ -29,14 +30,15 @@ class OverwriteMemo:
     sent identical between requests, object for object. Not thread-safe; one per manager.
     """
 
-    __slots__ = ("_copies", "_firsts", "_last", "_revision", "_store")
+    __slots__ = ("_copies", "_firsts", "_last", "_notice", "_revision", "_store")
 
     def __init__(self) -> None:
         self._copies: dict[int, tuple[Message, Message]] = {}
         self._firsts: dict[int, tuple[Message, tuple[Message, bool]]] = {}
-        self._last: tuple[int, list[Message], list[Message], bool] | None = None
+        self._last: tuple[int, Seen, list[Message], bool] | None = None
         self._store: OverwriteStore | None = None
         self._revision = -1
+        self._notice: tuple[Message, Message] | None = None
 
     def _current(self, store: OverwriteStore) -> None:
         if self._store is not store or self._revision != store.revision:
@@ -52,18 +54,28 @@ class OverwriteMemo:
         """:func:`_visible`; when ``history`` extends the last call's, only the new part is done."""
         self._current(store)
         last = self._last
-        if last is not None and last[0] == start and start < len(last[1]) <= len(history):
-            done = len(last[1])
-            if shared_prefix(last[1], history) == done:
-                output = last[2] + [
+        if last is not None and last[0] == start and start < last[1].length <= len(history):
+            done = last[1].length
+            if last[1].prefix(history) == done:
+                output = last[2]
+                output += [
                     self.edited(message, store, index) if index in store else message
                     for index, message in enumerate(history[done:], done)
                 ]
-                self._last = (start, list(history), output, last[3])
+                last[1].remember(history)
                 return list(output), last[3]
         output, stripped = _visible(history, start, store, self)
-        self._last = (start, list(history), output, stripped)
+        seen = Seen()
+        seen.remember(history)
+        self._last = (start, seen, output, stripped)
         return list(output), stripped
+
+    def stripped_notice(self, message: Message) -> Message:
+        """``message`` (emptied by stripping its results) with the notice, the same copy each time."""
+        known = self._notice
+        if known is None or known[0] is not message:
+            known = self._notice = (message, _with_notice(message))
+        return known[1]
 
     def first_visible(
         self, message: Message, store: OverwriteStore, index: int
@@ -112,8 +124,14 @@ def truncated_messages(
         else ensure_tool_results_follow_tool_use(output)
     )
     if stripped and output[2].get("content") == []:
-        output[2] = {**output[2], "content": [{"type": "text", "text": STRIPPED_RESULTS_NOTICE}]}
+        output[2] = (
+            edits.stripped_notice(output[2]) if edits is not None else _with_notice(output[2])
+        )
     return output
+
+
+def _with_notice(message: Message) -> Message:
+    return {**message, "content": [{"type": "text", "text": STRIPPED_RESULTS_NOTICE}]}
 
 
 def _visible(

@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core._incremental import Growing, Seen
 from ..core._messages import Message
 
-__all__ = ["MIN_KEPT_CHARS", "Clip", "apply_clips", "clip_text", "clippable_blocks"]
+__all__ = ["MIN_KEPT_CHARS", "Clip", "ClipMemo", "apply_clips", "clip_text", "clippable_blocks"]
 
 MIN_KEPT_CHARS = 1_000
 """A clipped text keeps at least this many characters (head and tail together)."""
@@ -105,21 +106,67 @@ def apply_clips(
     give the same objects (messages are treated as values).
     """
     output = list(history)
+    _clip_into(output, clips, memo, 0)
+    return output
+
+
+def _clip_into(
+    output: list[Message],
+    clips: Sequence[Clip],
+    memo: dict[Clip, tuple[Message, Message]] | None,
+    start: int,
+) -> None:
+    """Apply the clips on messages ``start`` on to ``output``, in order."""
+    setter = output.fill if isinstance(output, Growing) else output.__setitem__
     for clip in clips:
-        if not 0 <= clip.message_index < len(output):
+        if not start <= clip.message_index < len(output):
             continue
         message = output[clip.message_index]
         known = memo.get(clip) if memo is not None else None
         if known is not None and known[0] is message:
-            output[clip.message_index] = known[1]
+            setter(clip.message_index, known[1])
             continue
         content = message.get("content")
         if isinstance(content, str):
-            output[clip.message_index] = {**message, "content": clip_text(content, clip.kept)}
+            setter(clip.message_index, {**message, "content": clip_text(content, clip.kept)})
         elif isinstance(content, list) and 0 <= clip.block_index < len(content):
             blocks = list(content)
             blocks[clip.block_index] = _clip_block(blocks[clip.block_index], clip.kept)
-            output[clip.message_index] = {**message, "content": blocks}
+            setter(clip.message_index, {**message, "content": blocks})
         if memo is not None:
             memo[clip] = (message, output[clip.message_index])
-    return output
+
+
+class ClipMemo:
+    """:func:`apply_clips` over a growing history: while the clips stand, new messages only.
+
+    The list returned is the memo's own :class:`~windowkeeper.core._incremental.Growing` list:
+    read it, never change it. Not thread-safe.
+    """
+
+    __slots__ = ("_clips", "_copies", "_in", "_out")
+
+    def __init__(self) -> None:
+        self._in = Seen()
+        self._out = Growing()
+        self._clips: tuple[Clip, ...] = ()
+        self._copies: dict[Clip, tuple[Message, Message]] = {}
+
+    def apply(self, history: Sequence[Message], clips: Sequence[Clip]) -> list[Message]:
+        """``history`` with every clip applied, as :func:`apply_clips`."""
+        clips = tuple(clips)
+        done = self._in.prefix(history)
+        if clips != self._clips:
+            done = 0
+            self._clips = clips
+            self._copies = {c: known for c, known in self._copies.items() if c in clips}
+        output = self._out
+        if done == 0:
+            output = self._out = Growing(history)
+        else:
+            if done < len(output):
+                del output[done:]
+            output.extend(history[done:])
+        _clip_into(output, clips, self._copies, done)
+        self._in.remember(history)
+        return output

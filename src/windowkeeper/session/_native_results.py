@@ -83,8 +83,12 @@ class ResultPlacer:
     __slots__ = ("_memo",)
 
     def __init__(self) -> None:
-        self._memo = PairMemo(_placed)
+        self._memo = PairMemo(_placed, shares=True)
 
     def place(self, history: Sequence[Message]) -> list[Message]:
-        """A copy of ``history`` with text results placed (unchanged messages are shared)."""
+        """``history`` with text results placed (unchanged messages are shared).
+
+        The list returned is the placer's own, kept up to date as the history grows: read it,
+        never change it.
+        """
         return self._memo.apply(history)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from .._errors import MalformedMessageError
+from ..core._incremental import Growing
 from ..core._messages import Message, shared_prefix
 from ..formats import from_anthropic, responses, to_anthropic
 from ..formats.openai import to_anthropic_tracked
@@ -81,7 +82,7 @@ class OpenAIHistory:
         self._dialect = dialect
         self._customs = False  # a custom tool call was appended (Responses)
         self._messages: list[Message] = []
-        self._anthropic: list[Message] = []
+        self._anthropic: list[Message] = Growing()  # converted in place: changes are logged
         self._ends: list[int] = []  # per Anthropic message: the OpenAI index past its sources
         self._system_parts: list[tuple[int, str]] = []
         self._converted = 0  # OpenAI messages the Anthropic form reflects
@@ -136,7 +137,7 @@ class OpenAIHistory:
     def cut(self, length: int) -> None:
         """Keep only the first ``length`` messages (the Anthropic form is rebuilt from scratch)."""
         del self._messages[length:]
-        self._anthropic, self._ends, self._system_parts, self._converted = [], [], [], 0
+        self._anthropic, self._ends, self._system_parts, self._converted = Growing(), [], [], 0
 
     def anthropic(self) -> tuple[list[Message], str | None]:
         """The Anthropic-shaped history and the joined system prompt."""
@@ -174,7 +175,12 @@ class OpenAIHistory:
         for index in range(min(len(previous), len(rebuilt))):
             if previous[index] == rebuilt[index]:
                 rebuilt[index] = previous[index]
-        self._anthropic = self._anthropic[:kept] + rebuilt
+        same = 0  # keep what did not change, so readers of the list see the longest prefix
+        while same < min(len(previous), len(rebuilt)) and rebuilt[same] is previous[same]:
+            same += 1
+        if kept + same < len(self._anthropic):
+            del self._anthropic[kept + same :]
+        self._anthropic.extend(rebuilt[same:])
         self._ends = self._ends[:kept] + [start + end for end in tail.ends]
         self._system_parts = [part for part in self._system_parts if part[0] < start] + [
             (start + index, text) for index, text in tail.system_parts

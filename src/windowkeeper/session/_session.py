@@ -35,8 +35,9 @@ from .._errors import (
 )
 from ..cline._manager import ContextManager
 from ..core._file_reads import ReadDetector
+from ..core._incremental import Growing, Seen
 from ..core._inputs import check_json_value, check_session_message
-from ..core._messages import Message, SystemPrompt, shared_prefix
+from ..core._messages import Message, SystemPrompt
 from ..core._notices import TRUNCATION_NOTICE
 from ..core._overwrites import CorruptStoreError, OverwriteStore
 from ..core._pairing import OrphanResults
@@ -47,7 +48,7 @@ from ..formats import from_anthropic, responses
 from ..formats._wire import Repair, WireShaper, anthropic_message, openai_message
 from ..storage import Commit, SessionStore, TaskFolderStore
 from ._alternation import RoleMerger, merge_same_roles
-from ._clipping import MIN_KEPT_CHARS, Clip, apply_clips, clippable_blocks
+from ._clipping import MIN_KEPT_CHARS, Clip, ClipMemo, clippable_blocks
 from ._models import model_window
 from ._native_reads import NativeReadDetector
 from ._native_results import ResultPlacer
@@ -276,7 +277,7 @@ class ContextSession:
         )
         self._placer = ResultPlacer() if place_results else None
         self._ids = UniqueToolIds()
-        self._clip_memo: dict[Clip, tuple[Message, Message]] = {}
+        self._clip_memo = ClipMemo()
         self._merger = RoleMerger()
         self._orphans = OrphanResults()
         self._orphaned: tuple[Repair, ...] = ()
@@ -302,7 +303,7 @@ class ContextSession:
                 f"format must be 'anthropic', 'openai' or 'responses', got {format!r}"
             )
         self._format = format
-        self._history: list[Message] = []
+        self._history: list[Message] = Growing()  # appended to; any other change is logged
         dialect: Literal["chat", "responses"] = "responses" if format == "responses" else "chat"
         self._dialect = dialect
         self._openai = OpenAIHistory(dialect=dialect) if format != "anthropic" else None
@@ -318,9 +319,9 @@ class ContextSession:
         self._state = _State()
         self._last: _LastRequest | None = None
         self._version = 0  # of what the backend holds
-        # The history as the backend holds it: a list and how many of its messages; the list is
-        # never changed below that length (the session appends to it or replaces it), so no copy.
-        self._committed: tuple[list[Message], int] = ([], 0)
+        # The history as the backend holds it: how much of the history is still what was
+        # committed (constant time for the Growing history, no copy).
+        self._committed = Seen()
         self._committed_store: tuple[OverwriteStore, int] | None = None  # (store, revision)
         if self._backend is not None:
             self._load(self._backend)
@@ -467,7 +468,7 @@ class ContextSession:
             self._sync()
             kept = len(self._history)
         else:
-            self._history = self._history[:length]
+            del self._history[length:]
             kept = length
         if state.deleted_range is not None and state.deleted_range[1] >= kept - 1:
             start = state.deleted_range[0]
@@ -732,7 +733,7 @@ class ContextSession:
             view = self._placer.place(view)
         if not self._state.clips:
             return view
-        return apply_clips(view, self._state.clips, self._clip_memo)
+        return self._clip_memo.apply(view, self._state.clips)
 
     def _set_range(self, deleted_range: DeletedRange | None) -> None:
         self._state.deleted_range = deleted_range
@@ -795,9 +796,9 @@ class ContextSession:
             self._openai.cut(checkpoint.history_length)
             self._sync()
         history_before = self._history
-        self._history = self._history[
-            : len(self._history) if self._openai else checkpoint.history_length
-        ]
+        self._history = Growing(
+            self._history[: len(self._history) if self._openai else checkpoint.history_length]
+        )
         try:
             self._commit(state, store)
         except BaseException:
@@ -838,10 +839,7 @@ class ContextSession:
             return
         store = store if store is not None else self._manager.store
         history = self._history
-        committed, length = self._committed
-        keep = min(length, len(history))
-        if keep and (committed[keep - 1] is not history[keep - 1]):
-            keep = shared_prefix(committed[:length], history)
+        keep = self._committed.prefix(history)
         changed = self._committed_store != (store, store.revision)
         commit = Commit(
             base_version=self._version,
@@ -851,7 +849,7 @@ class ContextSession:
             store_json=store.to_json() if changed else None,
         )
         self._version = backend.commit(commit)
-        self._committed = (history, len(history))
+        self._committed.remember(history)
         self._committed_store = (store, store.revision)
 
     def _load(self, backend: SessionStore) -> None:
@@ -867,8 +865,8 @@ class ContextSession:
             self._check_first(history, HISTORY_FILE)
         except MalformedMessageError as error:
             raise TaskFolderError(f"{where}: {error}") from None
-        self._history = history
-        self._committed = (history, len(history))
+        self._history = Growing(history)
+        self._committed.remember(self._history)
         self._version = snapshot.version
         if self._openai is not None:
             self._openai = OpenAIHistory(dialect=self._dialect)

@@ -13,41 +13,54 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core._incremental import Growing, Seen
 from ..core._messages import Message
 
 __all__ = ["UniqueToolIds"]
 
 
 class UniqueToolIds:
-    """Renames repeated tool_use ids of an append-only history (see the module docstring).
+    """Renames repeated tool_use ids of a growing history (see the module docstring).
 
-    ``apply`` must be given the history it saw last time, possibly extended; after the history
-    was cut (a rollback), call :meth:`reset`. Not thread-safe.
+    Work is done for the messages that are new since the last call: the unchanged prefix is
+    found by :class:`~windowkeeper.core._incremental.Seen` (constant time for the session's own
+    :class:`~windowkeeper.core._incremental.Growing` history); decisions about messages past it
+    are forgotten and made again. Not thread-safe.
     """
 
-    __slots__ = ("_copies", "_renames", "_seen", "_sources")
+    __slots__ = ("_added", "_copies", "_in", "_out", "_renames", "_seen")
 
     def __init__(self) -> None:
-        self._sources: list[Message] = []  # the messages looked at, in order
+        self._in = Seen()  # the history looked at last
+        self._out = Growing()  # what apply returned for it
         self._seen: set[str] = set()
+        self._added: dict[int, list[str]] = {}  # message index -> the ids it added to _seen
         # assistant index -> (block position -> new id, old id -> new id for the next message)
         self._renames: dict[int, tuple[dict[int, str], dict[str, list[str]]]] = {}
         self._copies: dict[int, tuple[Message, Message]] = {}
 
     def reset(self) -> None:
         """Forget everything: the next :meth:`apply` looks at the whole history again."""
-        self._sources, self._seen, self._renames, self._copies = [], set(), {}, {}
+        self._in, self._out = Seen(), Growing()
+        self._seen, self._added, self._renames, self._copies = set(), {}, {}, {}
 
     def renamed(self) -> dict[int, dict[int, str]]:
         """Message index -> block position -> new id, for every tool_use block renamed."""
         return {index: dict(entry[0]) for index, entry in self._renames.items()}
 
-    def _catch_up(self, history: Sequence[Message]) -> None:
-        done = len(self._sources)
-        sources = self._sources
-        if done > len(history) or any(sources[i] is not history[i] for i in range(done)[-2:]):
-            self.reset()
-            done = 0
+    def _forget(self, start: int, end: int) -> None:
+        """Drop the decisions about messages ``start`` to ``end`` (exclusive)."""
+        for index in range(start, end):
+            for added in self._added.pop(index, ()):
+                self._seen.discard(added)
+            self._renames.pop(index, None)
+            self._copies.pop(index, None)
+
+    def _catch_up(self, history: Sequence[Message]) -> int:
+        """Decide the renames of the messages new since the last call; return where they start."""
+        done = self._in.prefix(history)
+        if done < self._in.length:
+            self._forget(done, self._in.length)
         seen = self._seen
         for index in range(done, len(history)):
             message = history[index]
@@ -56,12 +69,14 @@ class UniqueToolIds:
                 continue
             positions: dict[int, str] = {}
             answers: dict[str, list[str]] = {}  # old id -> the ids of its uses here, in order
+            added: list[str] = []
             for position, block in enumerate(content):
                 old = block.get("id") if isinstance(block, dict) else None
                 if not isinstance(old, str) or block.get("type") != "tool_use":
                     continue
                 if old not in seen:
                     seen.add(old)
+                    added.append(old)
                     answers.setdefault(old, []).append(old)
                     continue
                 count = 2
@@ -69,22 +84,39 @@ class UniqueToolIds:
                     count += 1
                 new = f"{old}_{count}"
                 seen.add(new)
+                added.append(new)
                 positions[position] = new
                 answers.setdefault(old, []).append(new)
+            if added:
+                self._added[index] = added
             if positions:
                 # The k-th result for an id answers its k-th use (kept ids map to themselves).
                 self._renames[index] = (positions, answers)
-        self._sources = list(history)
+        self._in.remember(history)
+        return done
 
     def apply(self, history: Sequence[Message]) -> list[Message]:
-        """``history`` with repeated ids renamed (a new list; unchanged messages are shared)."""
-        self._catch_up(history)
-        output = list(history)
-        for index, (positions, answers) in self._renames.items():
-            output[index] = self._copy(index, history[index], positions, {})
+        """``history`` with repeated ids renamed; unchanged messages are shared.
+
+        The list returned is this object's own, kept up to date as the history grows: read it,
+        never change it.
+        """
+        done = self._catch_up(history)
+        output = self._out
+        if done < len(output):
+            del output[done:]
+        output.extend(history[done:])
+        renames = self._renames
+        for index in range(max(done - 1, 0), len(history)):
+            entry = renames.get(index)
+            if entry is None:
+                continue
+            positions, answers = entry
+            if index >= done:
+                output.fill(index, self._copy(index, history[index], positions, {}))
             following = history[index + 1] if index + 1 < len(history) else None
             if answers and following is not None and following.get("role") == "user":
-                output[index + 1] = self._copy(index + 1, following, {}, answers)
+                output.fill(index + 1, self._copy(index + 1, following, {}, answers))
         return output
 
     def _copy(
