@@ -26,9 +26,9 @@ from ..core._notices import CONTINUE_NOTICE, TRUNCATION_NOTICE
 from ..core._overwrites import EditType, OverwriteStore, text_update
 from ..core._pairing import RepairMemo
 from ..core._truncation import DeletedRange, Keep, check_range, next_range, visible_start
-from ..core._usage import UsageLike, _as_usage, _as_window_info, should_compact
+from ..core._usage import UsageLike, _as_usage, should_compact
 from ..core._visible import OverwriteMemo, truncated_messages
-from ..core._window import ContextWindowInfo
+from ..core._window import ContextWindowInfo, as_window_info
 from ..storage import CONTEXT_HISTORY_FILE, LoadReport, atomic_write_text, load_store
 
 __all__ = ["ContextManager", "ContextResult", "FileReadOptimization"]
@@ -161,7 +161,7 @@ class ContextManager:
         updated = False
         if not use_auto_condense and usage is not None:
             total = _as_usage(usage).total
-            limit = _as_window_info(context_window).max_allowed_size
+            limit = as_window_info(context_window).max_allowed_size
             if total >= limit:
                 keep = Keep.QUARTER if total / 2 > limit else Keep.HALF
                 start = visible_start(deleted_range)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import InvalidUsageError
-from ._window import ContextWindowInfo, context_window_info
+from ._window import ContextWindowInfo, as_window_info
 
 __all__ = ["TokenUsage", "UsageLike", "should_compact"]
 
@@ -69,12 +69,6 @@ def _as_usage(usage: UsageLike) -> TokenUsage:
     return usage if isinstance(usage, TokenUsage) else TokenUsage.from_api_req_info(usage)
 
 
-def _as_window_info(context_window: int | ContextWindowInfo | None) -> ContextWindowInfo:
-    if isinstance(context_window, ContextWindowInfo):
-        return context_window
-    return context_window_info(context_window)
-
-
 def should_compact(
     usage: UsageLike | None,
     context_window: int | ContextWindowInfo | None,
@@ -90,7 +84,7 @@ def should_compact(
     if usage is None:
         return False
     total = _as_usage(usage).total
-    info = _as_window_info(context_window)
+    info = as_window_info(context_window)
     threshold: float = info.max_allowed_size
     if threshold_percentage and not math.isnan(threshold_percentage):
         threshold = math.floor(info.context_window * threshold_percentage)

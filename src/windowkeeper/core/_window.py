@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_CONTEXT_WINDOW", "ContextWindowInfo", "context_window_info"]
+__all__ = ["DEFAULT_CONTEXT_WINDOW", "ContextWindowInfo", "as_window_info", "context_window_info"]
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 """The window assumed when a model reports none (or 0), as the original does."""
@@ -38,3 +38,13 @@ def context_window_info(
     if known is not None:
         return ContextWindowInfo(window, known)
     return ContextWindowInfo(window, max(window - 40_000, window * 0.8))
+
+
+def as_window_info(context_window: int | ContextWindowInfo | None) -> ContextWindowInfo:
+    """A window given as tokens (or None: the default) or as a :class:`ContextWindowInfo` already.
+
+    The one coercion every entry point that takes ``int | ContextWindowInfo`` uses.
+    """
+    if isinstance(context_window, ContextWindowInfo):
+        return context_window
+    return context_window_info(context_window)

@@ -14,7 +14,7 @@ from typing import Any
 from .._errors import ContextOverflowError, MalformedMessageError
 from ..core._messages import Message
 from ..core._truncation import DeletedRange, visible_start
-from ..core._window import ContextWindowInfo, context_window_info
+from ..core._window import ContextWindowInfo, as_window_info
 from ..formats._wire import anthropic_wire, openai_wire
 from ..formats.openai import ARGUMENTS_NOTE, from_anthropic
 from ..rules._anthropic import TOOL_USE_UNANSWERED, Violation, validate_messages
@@ -101,7 +101,7 @@ def next_request(
     nothing makes it fit, or the policy would send no message at all. Earlier requests of the
     replay that overflowed do not count: only the next one is shown.
     """
-    info = window if isinstance(window, ContextWindowInfo) else context_window_info(window)
+    info = as_window_info(window)
     history = trace.history
     name = PolicyName(policy)
     if name is PolicyName.WINDOWKEEPER and trace.session_folder is not None:

@@ -66,7 +66,7 @@ from ..core._messages import Message
 from ..core._overwrites import EditType, OverwriteStore
 from ..core._truncation import DeletedRange, Keep, next_range
 from ..core._usage import TokenUsage
-from ..core._window import ContextWindowInfo, context_window_info
+from ..core._window import ContextWindowInfo, as_window_info
 from ..session._session import ContextSession
 from ..session._tokens import CalibratedEstimator
 from ._scripted_summary import scripted_summary
@@ -773,4 +773,4 @@ def _is_assistant(message: Message) -> bool:
 
 
 def _window_info(window: int | ContextWindowInfo) -> ContextWindowInfo:
-    return window if isinstance(window, ContextWindowInfo) else context_window_info(window)
+    return as_window_info(window)
