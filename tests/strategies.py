@@ -1,4 +1,7 @@
-"""Shared test data: hypothesis strategies for conversations, ranges and keeps, and small builders.
+"""Shared test data: hypothesis strategies for conversations, ranges and keeps.
+
+The message builders (``U``, ``A``, ``T``, ``TU``, ``TR``) live in :mod:`tests.builders`; they
+are re-exported here for the modules that import them with the strategies.
 
 :func:`conversations` draws well-formed Anthropic-shaped histories: message 0 is a user message,
 roles alternate, every assistant ``tool_use`` (unique id) is answered in the next user message by
@@ -15,6 +18,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from windowkeeper import Keep
+
+from .builders import TR, TU, A, T, U  # re-exported: the builders many modules import from here
 
 __all__ = [
     "KEEP_VALUES",
@@ -33,33 +38,6 @@ __all__ = [
 Message = dict[str, Any]
 
 KEEP_VALUES = ("none", "lastTwo", "half", "quarter")
-
-# -- builders, in the notation of cline-test-cases.md ------------------------------------------
-
-
-def U(content: Any) -> Message:  # noqa: N802 - the reference's notation
-    """A user message."""
-    return {"role": "user", "content": content}
-
-
-def A(content: Any) -> Message:  # noqa: N802
-    """An assistant message."""
-    return {"role": "assistant", "content": content}
-
-
-def T(text: str) -> dict[str, Any]:  # noqa: N802
-    """A text block."""
-    return {"type": "text", "text": text}
-
-
-def TU(tool_use_id: str, name: str = "read_file") -> dict[str, Any]:  # noqa: N802
-    """A tool_use block with an empty input."""
-    return {"type": "tool_use", "id": tool_use_id, "name": name, "input": {}}
-
-
-def TR(tool_use_id: str, content: Any = "ok") -> dict[str, Any]:  # noqa: N802
-    """A tool_result block."""
-    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
 
 
 def create_messages(count: int) -> list[Message]:

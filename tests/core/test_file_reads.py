@@ -34,33 +34,10 @@ from windowkeeper.core._file_reads import ReadScan, Sighting, savings_ratio
 from windowkeeper.core._messages import Message, block_text
 from windowkeeper.core._notices import DUPLICATE_READ_NOTICE, RESULT_MISSING, TRUNCATION_NOTICE
 
+from ..builders import TR, TU, A, T, U, read_result
+
 NOTICE = DUPLICATE_READ_NOTICE
 NOW = 1_700_000_000_000
-
-
-def T(text: str) -> dict[str, Any]:  # noqa: N802 - the reference's notation
-    return {"type": "text", "text": text}
-
-
-def U(content: Any) -> Message:  # noqa: N802
-    return {"role": "user", "content": content}
-
-
-def A(content: Any) -> Message:  # noqa: N802
-    return {"role": "assistant", "content": content}
-
-
-def TU(tool_id: str, name: str) -> dict[str, Any]:  # noqa: N802
-    return {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
-
-
-def TR(tool_id: str, content: Any) -> dict[str, Any]:  # noqa: N802
-    return {"type": "tool_result", "tool_use_id": tool_id, "content": content}
-
-
-def read(path: str, body: str) -> Message:
-    """A user message holding a read_file result in Cline's text format."""
-    return U([T(f"[read_file for '{path}'] Result:\n{body}")])
 
 
 def stored(manager: ContextManager, index: int, block: int = 0) -> str | None:
@@ -212,13 +189,13 @@ class TestMentionsOverRounds:
     def test_second_round_continues_from_the_first(self) -> None:
         """Round two edits round one's text; each update records the files replaced so far."""
         text = f"see {self.mention('a.txt', 'AAAA')}{self.mention('b.txt', 'BBBB')}"
-        history = [U("task"), A("ok"), U([T("hdr"), T(text)]), A("ok"), read("a.txt", "A2")]
+        history = [U("task"), A("ok"), U([T("hdr"), T(text)]), A("ok"), read_result("a.txt", "A2")]
         manager = ContextManager()
         assert manager.apply_context_optimizations(history, 2, 10) == (True, {2})
         only_a = f"see {self.mention('a.txt', NOTICE)}{self.mention('b.txt', 'BBBB')}"
         assert stored(manager, 2, 1) == only_a
         assert manager.store.edit_type(2) == EditType.FILE_MENTION
-        history += [A("ok"), read("b.txt", "B2")]
+        history += [A("ok"), read_result("b.txt", "B2")]
         assert manager.apply_context_optimizations(history, 2, 20) == (True, {2})
         first, second = manager.store.updates(2, 1)
         assert second.text == f"see {self.mention('a.txt', NOTICE)}{self.mention('b.txt', NOTICE)}"
@@ -232,9 +209,9 @@ def b7_history(body: str = 200 * "y") -> list[Message]:
     return [
         U([T("task-12chars")]),
         A([T("ok")]),
-        read("f", body),
+        read_result("f", body),
         A([T("a3")]),
-        read("f", body),
+        read_result("f", body),
         A([T("a5")]),
     ]
 
@@ -446,8 +423,8 @@ def conversation(n: int) -> list[Message]:
 def with_big_duplicate(n: int = 9) -> list[Message]:
     """A conversation whose messages 2 and 4 hold the same large file."""
     history = conversation(n)
-    history[2] = read("big.py", 5000 * "b")
-    history[4] = read("big.py", 5000 * "c")
+    history[2] = read_result("big.py", 5000 * "b")
+    history[4] = read_result("big.py", 5000 * "c")
     return history
 
 

@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 from windowkeeper import ContextManager, CorruptStoreError, EditType, OverwriteStore
 from windowkeeper.core._overwrites import Block, Entry, Update, text_update
 
+from ..builders import A, T, U
+
 TRUNCATION = (
     "[NOTE] Some previous conversation history with the user has been removed to maintain optimal"
     " context window length. The initial user task has been retained for continuity, while"
@@ -33,18 +35,6 @@ DUPLICATE = (
     "[[NOTE] This file read has been removed to save space in the context window. Refer to the"
     " latest file read for the most up to date version of this file.]"
 )
-
-
-def U(content: Any) -> dict[str, Any]:  # noqa: N802 - the reference's notation
-    return {"role": "user", "content": content}
-
-
-def A(content: Any) -> dict[str, Any]:  # noqa: N802
-    return {"role": "assistant", "content": content}
-
-
-def T(text: str) -> dict[str, Any]:  # noqa: N802
-    return {"type": "text", "text": text}
 
 
 def mention(path: str, body: str) -> str:

@@ -12,15 +12,9 @@ from windowkeeper import ClineReadDetector, ContextManager, OverwriteStore, vali
 from windowkeeper.core._file_reads import savings_ratio
 from windowkeeper.session._native_reads import NativeReadDetector, normalize_path
 
+from ..builders import tool_result, tool_use
+
 BODY = "def main():\n    return 42\n" * 40
-
-
-def tool_use(call_id: str, name: str, **tool_input: Any) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": tool_input}
-
-
-def result(call_id: str, content: Any) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": call_id, "content": content}
 
 
 def native_conversation() -> list[dict[str, Any]]:
@@ -28,7 +22,7 @@ def native_conversation() -> list[dict[str, Any]]:
     return [
         {"role": "user", "content": "Fix the bug."},
         {"role": "assistant", "content": [tool_use("t1", "Read", file_path="./src/app.py")]},
-        {"role": "user", "content": [result("t1", BODY)]},
+        {"role": "user", "content": [tool_result("t1", BODY)]},
         {
             "role": "assistant",
             "content": [
@@ -38,10 +32,13 @@ def native_conversation() -> list[dict[str, Any]]:
         },
         {
             "role": "user",
-            "content": [result("t2", [{"type": "text", "text": BODY}]), result("t3", BODY + "#")],
+            "content": [
+                tool_result("t2", [{"type": "text", "text": BODY}]),
+                tool_result("t3", BODY + "#"),
+            ],
         },
         {"role": "assistant", "content": [tool_use("t4", "Read", file_path="src/util.py")]},
-        {"role": "user", "content": [result("t4", BODY)]},
+        {"role": "user", "content": [tool_result("t4", BODY)]},
     ]
 
 
@@ -81,9 +78,9 @@ class TestNativeReads:
         history = [
             {"role": "user", "content": "task"},
             {"role": "assistant", "content": [tool_use("t1", "read_file", path="a.txt")]},
-            {"role": "user", "content": [result("t1", "tiny")]},
+            {"role": "user", "content": [tool_result("t1", "tiny")]},
             {"role": "assistant", "content": [tool_use("t2", "read_file", path="a.txt")]},
-            {"role": "user", "content": [result("t2", "tiny")]},
+            {"role": "user", "content": [tool_result("t2", "tiny")]},
         ]
         assert NativeReadDetector().scan(history, 2, OverwriteStore()).duplicates() == 0
 
@@ -95,17 +92,17 @@ class TestNativeReads:
                 "role": "assistant",
                 "content": [tool_use("t1", "str_replace_editor", command="create", path="/a.py")],
             },
-            {"role": "user", "content": [result("t1", BODY)]},
+            {"role": "user", "content": [tool_result("t1", BODY)]},
             {
                 "role": "assistant",
                 "content": [tool_use("t2", "str_replace_editor", command="view", path="/a.py")],
             },
-            {"role": "user", "content": [result("t2", BODY)]},
+            {"role": "user", "content": [tool_result("t2", BODY)]},
             {
                 "role": "assistant",
                 "content": [tool_use("t3", "str_replace_editor", command="view", path="/a.py")],
             },
-            {"role": "user", "content": [result("t3", BODY)]},
+            {"role": "user", "content": [tool_result("t3", BODY)]},
         ]
         scan = NativeReadDetector().scan(history, 2, OverwriteStore())
         assert [s.message_index for s in scan.reads["/a.py"]] == [4, 6]

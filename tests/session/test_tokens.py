@@ -20,6 +20,8 @@ from windowkeeper.session._tokens import (
     image_tokens,
 )
 
+from ..builders import assistant, image_block, user
+
 PROSE = (
     "The context manager decides, before every request, which messages of the history are sent. "
     "It keeps the first task message and the first answer, hides one range of older turns, and "
@@ -44,14 +46,6 @@ def get_next_truncation_range(history, deleted_range, keep):
 '''
     * 6
 )
-
-
-def user(content: Any) -> dict[str, Any]:
-    return {"role": "user", "content": content}
-
-
-def assistant(content: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": content}
 
 
 def filler(size: int, seed: int = 0) -> str:
@@ -125,10 +119,6 @@ def webp_vp8(width: int, height: int) -> str:
     return base64.b64encode(
         b"RIFF" + struct.pack("<I", 4 + len(payload)) + b"WEBP" + payload
     ).decode()
-
-
-def image_block(data: str, media_type: str = "image/png") -> dict[str, Any]:
-    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
 
 
 # ------------------------------------------------------------------------------------- tests
