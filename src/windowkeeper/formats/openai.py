@@ -66,7 +66,8 @@ from typing import Any, cast
 
 from .._errors import MalformedMessageError
 from ..core._messages import Message, MessageInput, SystemPrompt, check_history
-from ..rules._anthropic import MALFORMED, TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED, Violation
+from ..rules._openai import OPENAI_ROLES, SYSTEM_ROLES, validate_openai
+from ..rules._openai import role_of as _role_of
 from ._extras import extras as _extras
 
 __all__ = [
@@ -84,8 +85,6 @@ ARGUMENTS_NOTE = "openai_arguments"
 NOTE_KEYS = frozenset({SYSTEM_NOTE, SYSTEM_AFTER_NOTE, ARGUMENTS_NOTE})
 """The keys under which OpenAI-only data rides on Anthropic messages and tool_use blocks."""
 
-SYSTEM_ROLES = frozenset({"system", "developer"})
-OPENAI_ROLES = SYSTEM_ROLES | {"user", "assistant", "tool"}
 _ANTHROPIC_ONLY_PARTS = frozenset({"image", "tool_use", "tool_result"})
 _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.DOTALL)
 
@@ -179,10 +178,6 @@ def _checked_role(message: Any, path: str) -> str:
             f"expected one of {', '.join(sorted(OPENAI_ROLES))}, got {role!r}",
         )
     return str(role)
-
-
-def _role_of(message: Any) -> Any:
-    return message.get("role") if isinstance(message, dict) else None
 
 
 def _system_text(message: Message, path: str) -> str:
@@ -537,79 +532,3 @@ def _part(block: Message, path: str) -> Message:
         )
     extras = _extras(block, {"type", "source"}, path, {"image_url"})
     return {**extras, "type": "image_url", "image_url": {"url": url, **image}}
-
-
-# -- validation ------------------------------------------------------------------------------
-
-
-def validate_openai(messages: Sequence[MessageInput], name: str = "messages") -> list[Violation]:
-    """Every tool-pairing violation of an OpenAI Chat Completions request, in message order.
-
-    Rules, as the API enforces them: the tool calls of an assistant message are each answered
-    by a tool message with their id, in the run of tool messages right after it (any other
-    message, system and developer included, ends that run); every tool message answers a call of
-    that assistant message, once; ids within one message are distinct; roles are known. Uses
-    the rule names of :func:`~windowkeeper.validate_messages`. Never raises for bad input.
-    """
-    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
-        return [Violation(name, MALFORMED, "not a list of messages")]
-    violations: list[Violation] = []
-    waiting: dict[str, str] = {}  # call id -> path of the call, for the current run
-    answered: set[str] = set()
-    for index, message in enumerate(messages):
-        path = f"{name}[{index}]"
-        role = _role_of(message)
-        if role == "tool":
-            call_id = message.get("tool_call_id")
-            if not isinstance(call_id, str) or not call_id:
-                violations.append(Violation(f"{path}.tool_call_id", MALFORMED, "no string id"))
-            elif call_id in waiting:
-                del waiting[call_id]
-                answered.add(call_id)
-            else:
-                again = "a second time" if call_id in answered else "no tool call right before it"
-                violations.append(
-                    Violation(
-                        path, TOOL_RESULT_UNKNOWN, f"tool message for {call_id!r} answers {again}"
-                    )
-                )
-            continue
-        for call_id, call_path in waiting.items():
-            violations.append(
-                Violation(
-                    call_path,
-                    TOOL_USE_UNANSWERED,
-                    f"no tool message answers {call_id!r} before {path}",
-                )
-            )
-        waiting, answered = {}, set()
-        if role not in OPENAI_ROLES:
-            violations.append(Violation(path, MALFORMED, "not a message with a known role"))
-        elif role == "assistant":
-            waiting = _calls(message.get("tool_calls"), path, violations)
-    for call_id, call_path in waiting.items():
-        violations.append(
-            Violation(
-                call_path, TOOL_USE_UNANSWERED, f"the request ends before {call_id!r} is answered"
-            )
-        )
-    return violations
-
-
-def _calls(calls: Any, path: str, violations: list[Violation]) -> dict[str, str]:
-    if calls is None:
-        return {}
-    if not isinstance(calls, list):
-        violations.append(Violation(f"{path}.tool_calls", MALFORMED, "tool_calls is not a list"))
-        return {}
-    waiting: dict[str, str] = {}
-    for position, call in enumerate(calls):
-        call_path = f"{path}.tool_calls[{position}]"
-        call_id = call.get("id") if isinstance(call, dict) else None
-        if not isinstance(call_id, str) or not call_id:
-            violations.append(Violation(f"{call_path}.id", MALFORMED, "a tool call has no id"))
-        elif call_id in waiting:
-            violations.append(Violation(f"{call_path}.id", MALFORMED, f"{call_id!r} repeats"))
-        else:
-            waiting[call_id] = call_path
-    return waiting

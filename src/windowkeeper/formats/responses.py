@@ -97,13 +97,19 @@ from typing import Any, cast
 
 from .._errors import MalformedMessageError
 from ..core._messages import Message, MessageInput, SystemPrompt, check_history
-from ..rules._anthropic import (
-    DUPLICATE_TOOL_USE_ID,
-    MALFORMED,
-    TOOL_RESULT_UNKNOWN,
-    TOOL_USE_UNANSWERED,
-    Violation,
+from ..rules._responses import (
+    ASSISTANT_PARTS,
+    CALL_TYPES,
+    CARRIED_TYPES,
+    ITEM_TYPES,
+    OUTPUT_TYPES,
+    ROLES,
+    SYSTEM_ROLES,
+    USER_PARTS,
+    validate_responses,
 )
+from ..rules._responses import in_a as _in_a
+from ..rules._responses import one_of as _one_of
 from ._extras import extras as _extras
 from ._wire import EMPTY_MESSAGE_NOTICE, Repair
 from .openai import AnthropicConversation, TrackedConversation
@@ -141,19 +147,6 @@ NOTE_KEYS = frozenset(
 )
 """The keys under which Responses-only data rides on Anthropic messages and blocks."""
 
-SYSTEM_ROLES = frozenset({"system", "developer"})
-ROLES = SYSTEM_ROLES | {"user", "assistant"}
-CALL_TYPES = frozenset({"function_call", "custom_tool_call"})
-OUTPUT_TYPES = {
-    "function_call_output": "function_call",
-    "custom_tool_call_output": "custom_tool_call",
-}
-"""Output item type -> the call item type it answers."""
-CARRIED_TYPES = frozenset({"reasoning", "compaction"})
-ITEM_TYPES = frozenset({"message", *CALL_TYPES, *OUTPUT_TYPES, *CARRIED_TYPES})
-"""The item types windowkeeper converts (the Responses API has more)."""
-USER_PARTS = frozenset({"input_text", "input_image", "input_file"})
-ASSISTANT_PARTS = frozenset({"output_text", "refusal"})
 _PRODUCED_BLOCKS = frozenset({"text", "image", "tool_use", "tool_result"})
 _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.DOTALL)
 
@@ -193,11 +186,6 @@ def to_anthropic_tracked(
         builder.index = index
         builder.add(item, f"{name}[{index}]")
     return TrackedConversation(builder.finish(), tuple(builder.ends), tuple(builder.system_parts))
-
-
-def _one_of(value: Any, names: Collection[str]) -> bool:
-    """Whether ``value`` is one of ``names`` (False for values that cannot be, lists included)."""
-    return isinstance(value, str) and value in names
 
 
 def _item_type(item: Any, path: str) -> str:
@@ -742,141 +730,6 @@ def _printed(value: Any, path: str) -> str:
         raise MalformedMessageError(f"{path}.input", f"not JSON: {error}") from None
 
 
-# -- validation ------------------------------------------------------------------------------
-
-
-def validate_responses(items: Sequence[MessageInput], name: str = "input") -> list[Violation]:
-    """Every violation of the Responses API's input rules in ``items``, in item order.
-
-    Rules (the API pairs calls and outputs by ``call_id``, not by position):
-
-    - every ``function_call`` / ``custom_tool_call`` is answered by exactly one output item of
-      its type (``function_call_output`` / ``custom_tool_call_output``) with its ``call_id``,
-      somewhere after it; other items may stand between (``tool-use-unanswered``, at the call);
-    - every output answers a call of its type that stands before it, and only once
-      (``tool-result-unknown``);
-    - no two calls share a ``call_id`` (``duplicate-tool-use-id``);
-    - items are of the types windowkeeper converts (:data:`ITEM_TYPES`), messages have a known
-      role and string or list content, parts are of the message's side (``input_text``,
-      ``input_image``, ``input_file`` for user, system and developer messages and in outputs;
-      ``output_text``, ``refusal`` for assistant ones), call ids, names, arguments and custom
-      inputs are strings, reasoning items have a ``summary`` list and compaction items an
-      ``encrypted_content`` string (``malformed``).
-
-    Not checked: what needs the server's state (items given by ``id`` when ``store`` is false,
-    a reasoning item sent without the item it was produced with). Uses the rule names of
-    :func:`~windowkeeper.validate_messages`. Never raises for bad input.
-
-    The Anthropic form is stricter: there a tool_result must be in the message right after its
-    tool_use. The Anthropic form of an input that passes has no pairing violation when each
-    output stands among the outputs right after its call's run of model items; an output
-    further away keeps its place (the conversion never moves items), so there the call shows
-    as unanswered.
-    """
-    if not isinstance(items, Sequence) or isinstance(items, str | bytes):
-        return [Violation(name, MALFORMED, "not a list of input items")]
-    found: list[tuple[int, Violation]] = []
-    calls: dict[str, tuple[str, int, str]] = {}  # call_id -> (type, index, path)
-    answered: set[str] = set()
-    for index, item in enumerate(items):
-        path = f"{name}[{index}]"
-        here: list[Violation] = []
-        kind = _validated_type(item, path, here)
-        if kind in CALL_TYPES or kind in OUTPUT_TYPES:
-            call_id = item.get("call_id")
-            if not isinstance(call_id, str) or not call_id:
-                here.append(Violation(f"{path}.call_id", MALFORMED, "no call_id string"))
-            elif kind in CALL_TYPES:
-                if call_id in calls:
-                    where = calls[call_id][2]
-                    detail = f"call_id {call_id!r} is already used at {where}"
-                    here.append(Violation(f"{path}.call_id", DUPLICATE_TOOL_USE_ID, detail))
-                else:
-                    calls[call_id] = (kind, index, path)
-            else:
-                problem = _answer(call_id, calls.get(call_id), OUTPUT_TYPES[kind], answered)
-                if problem:
-                    here.append(Violation(path, TOOL_RESULT_UNKNOWN, problem))
-        found.extend((index, violation) for violation in here)
-    for call_id, (call_type, at, call_path) in calls.items():
-        if call_id not in answered:
-            unanswered = f"no {call_type}_output answers {call_id!r}"
-            found.append((at, Violation(call_path, TOOL_USE_UNANSWERED, unanswered)))
-    found.sort(key=lambda entry: entry[0])
-    return [violation for _, violation in found]
-
-
-def _answer(
-    call_id: str, call: tuple[str, int, str] | None, wanted: str, answered: set[str]
-) -> str | None:
-    """Why an output for ``call_id`` answers nothing, or None (and it is noted as answered)."""
-    if call is None:
-        return f"no call with call_id {call_id!r} before it"
-    if call[0] != wanted:
-        return f"{call_id!r} is a {call[0]}, not a {wanted}"
-    if call_id in answered:
-        return f"{call_id!r} is answered a second time"
-    answered.add(call_id)
-    return None
-
-
-def _validated_type(item: Any, path: str, here: list[Violation]) -> str | None:
-    """The item's type after checking its shape (problems added to ``here``); None if unknown."""
-    if not isinstance(item, dict):
-        here.append(Violation(path, MALFORMED, "not an input item"))
-        return None
-    kind = item.get("type")
-    if kind is None and "type" not in item and "role" in item:
-        kind = "message"
-    if not _one_of(kind, ITEM_TYPES):
-        here.append(Violation(f"{path}.type", MALFORMED, f"item type {kind!r} is not supported"))
-        return None
-    if kind == "message":
-        _check_message(item, path, here)
-    elif kind in CARRIED_TYPES:
-        key, expected = ("summary", list) if kind == "reasoning" else ("encrypted_content", str)
-        if not isinstance(item.get(key), expected):
-            detail = f"a {kind} item needs a {expected.__name__} {key}"
-            here.append(Violation(f"{path}.{key}", MALFORMED, detail))
-    elif kind in OUTPUT_TYPES:
-        output = item.get("output")
-        if isinstance(output, list):
-            _check_parts(output, USER_PARTS, f"{path}.output", "a tool output", here)
-        elif not isinstance(output, str):
-            detail = "output is not a string or a list of parts"
-            here.append(Violation(f"{path}.output", MALFORMED, detail))
-    else:
-        for key in ("name", "arguments") if kind == "function_call" else ("name", "input"):
-            if not isinstance(item.get(key), str):
-                here.append(Violation(f"{path}.{key}", MALFORMED, f"a {kind} needs a string {key}"))
-    return str(kind)
-
-
-def _check_message(item: Message, path: str, here: list[Violation]) -> None:
-    role = item.get("role")
-    if not _one_of(role, ROLES):
-        detail = f"role {role!r} is not one of {', '.join(sorted(ROLES))}"
-        here.append(Violation(f"{path}.role", MALFORMED, detail))
-        return
-    content = item.get("content")
-    if isinstance(content, list):
-        allowed = ASSISTANT_PARTS if role == "assistant" else USER_PARTS
-        _check_parts(content, allowed, f"{path}.content", _in_a(role), here)
-    elif not isinstance(content, str):
-        detail = "content is not a string or a list of parts"
-        here.append(Violation(f"{path}.content", MALFORMED, detail))
-
-
-def _check_parts(
-    parts: list[Any], allowed: frozenset[str], path: str, where: str, here: list[Violation]
-) -> None:
-    for position, part in enumerate(parts):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if not _one_of(kind, allowed):
-            detail = f"a {kind!r} part cannot be in {where}"
-            here.append(Violation(f"{path}[{position}]", MALFORMED, detail))
-
-
 # -- the wire shape --------------------------------------------------------------------------
 
 _INPUT_MESSAGE_KEYS = frozenset({"type", "role", "content", "status", "phase"})
@@ -922,10 +775,6 @@ _REASONING_ENTRY_KEYS = frozenset({"type", "text"})
 
 def _only(value: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
     return {key: item for key, item in value.items() if key in keys and item is not None}
-
-
-def _in_a(role: Any) -> str:
-    return f"an {role} message" if role == "assistant" else f"a {role} message"
 
 
 def _wire_parts(

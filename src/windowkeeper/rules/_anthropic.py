@@ -1,59 +1,512 @@
-"""The Anthropic Messages API's rules for a request, each reported as a :class:`Violation`.
+"""The Anthropic Messages API's rules for a request, one small object per rule.
 
-:func:`validate_messages` never raises: it lists every rule a request breaks, with the path of the
-message or block and a stable rule name callers can filter on.
+:func:`validate_messages` never raises: it walks the request once (:class:`Turns`), runs every
+rule of :data:`RULES` on each message in context and on the request as a whole, and lists what
+they found, each with the path of the message or block and a stable rule name callers can filter
+on.
+
+Reporting order: by message; within a message by stage (the message's shape and role, its
+content and blocks, its tool_use ids, the answers it owes the previous message, its thinking
+blocks, its tool_results, then the end of the request); within a stage by block; and for one
+block in the order of :data:`RULES`. Block positions count the blocks that have a string
+``type`` only (a malformed block is reported at its own place, and the blocks after it are
+numbered as if it were not there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..core._messages import ROLES
 from ..core._pairing import id_key
+from ._rule import (
+    DUPLICATE_TOOL_USE_ID,
+    EMPTY_CONTENT,
+    FIRST_NOT_USER,
+    MALFORMED,
+    NOTHING,
+    SAME_ROLE_TWICE,
+    THINKING_IN_USER,
+    THINKING_NOT_FIRST,
+    THINKING_UNSIGNED,
+    TOOL_RESULT_UNKNOWN,
+    TOOL_USE_UNANSWERED,
+    Found,
+    Rule,
+    Violation,
+    validate,
+)
 
 __all__ = [
+    "BLANK",
+    "DROPPED",
     "DUPLICATE_TOOL_USE_ID",
     "EMPTY_CONTENT",
     "FIRST_NOT_USER",
     "MALFORMED",
+    "RESULTS_SEEN",
+    "RULES",
     "SAME_ROLE_TWICE",
     "THINKING_IN_USER",
     "THINKING_NOT_FIRST",
+    "THINKING_SEEN",
     "THINKING_UNSIGNED",
     "TOOL_RESULT_UNKNOWN",
     "TOOL_USE_UNANSWERED",
+    "UNNAMED",
+    "DuplicateToolUseId",
+    "EmptyContent",
+    "Ending",
+    "FirstNotUser",
+    "Malformed",
+    "SameRoleTwice",
+    "ThinkingInUser",
+    "ThinkingNotFirst",
+    "ThinkingUnsigned",
+    "ToolResultUnknown",
+    "ToolUseUnanswered",
+    "Turn",
+    "Turns",
     "Violation",
     "validate_messages",
 ]
 
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """One provider rule a request breaks: where (``messages[3].content[1]``), which rule, and why."""
-
-    path: str
-    rule: str
-    detail: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.rule}: {self.detail}"
-
-
-# Rule names, stable for callers that filter on them.
-FIRST_NOT_USER = "first-not-user"
-SAME_ROLE_TWICE = "same-role-twice"
-TOOL_USE_UNANSWERED = "tool-use-unanswered"
-TOOL_RESULT_UNKNOWN = "tool-result-unknown"
-EMPTY_CONTENT = "empty-content"
-MALFORMED = "malformed"
-THINKING_NOT_FIRST = "thinking-not-first"
-THINKING_UNSIGNED = "thinking-unsigned"
-THINKING_IN_USER = "thinking-in-user"
-DUPLICATE_TOOL_USE_ID = "duplicate-tool-use-id"
+# Stages within one message, in reporting order.
+SHAPE, CONTENT, IDS, PAIRING, THINKING, RESULTS, END = range(7)
 
 _THINKING = frozenset({"thinking", "redacted_thinking"})
+
+# What the walk saw in a message's content (the bits of Turn.seen).
+DROPPED = 1
+"""A block that is not a dict with a string ``type``."""
+BLANK = 2
+"""A text block without text."""
+UNNAMED = 4
+"""A tool_use block without a non-empty string id."""
+RESULTS_SEEN = 8
+"""A tool_result block."""
+THINKING_SEEN = 16
+"""A thinking or redacted_thinking block."""
+
+
+class Turn:
+    """One message of a request, with what the rules need to know of it and of the ones before.
+
+    ``role`` is None when the message is not a dict with a user or assistant role; no rule but
+    :class:`Malformed` looks further at such a message, and the message after it starts afresh.
+    ``blocks`` are the content blocks with a string ``type`` (block positions index this list).
+    ``offered`` holds the tool_use ids (as :func:`~windowkeeper.core._pairing.id_key` gives them)
+    of the previous message when that is an assistant message: what this message must answer;
+    ``uses`` holds those of this message. ``earlier`` maps the position of each tool_use block
+    whose string id the request used before to the path of that first use (None: no such block).
+
+    ``seen`` holds what the walk saw on its one pass over the content, as bits (:data:`DROPPED`,
+    :data:`BLANK`, :data:`UNNAMED`, :data:`RESULTS_SEEN`, :data:`THINKING_SEEN`), so that a rule
+    with nothing to report returns at once.
+    """
+
+    __slots__ = (
+        "blocks",
+        "content",
+        "earlier",
+        "index",
+        "offered",
+        "path",
+        "previous_role",
+        "role",
+        "seen",
+        "uses",
+    )
+
+    # One Turn per message: positional arguments keep the walk cheap.
+    def __init__(  # noqa: PLR0917
+        self,
+        index: int,
+        path: str,
+        role: str | None,
+        previous_role: str | None,
+        content: Any = None,
+        blocks: Sequence[dict[str, Any]] = (),
+        offered: Sequence[Any] = (),
+        uses: Sequence[Any] = (),
+        earlier: dict[int, str] | None = None,
+        seen: int = 0,
+    ) -> None:
+        self.index = index
+        self.path = path
+        self.role = role
+        self.previous_role = previous_role
+        self.content = content
+        self.blocks = blocks
+        self.offered = offered
+        self.uses = uses
+        self.earlier = earlier
+        self.seen = seen
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """The request as a whole, once walked: its name, what was passed, and its last message."""
+
+    name: str
+    messages: Any
+    last: Turn | None
+
+
+def _is_request(messages: Any) -> bool:
+    return isinstance(messages, Sequence) and not isinstance(messages, str | bytes)
+
+
+class Turns:
+    """The walk over an Anthropic request: each message as a :class:`Turn`, then its :class:`Ending`."""
+
+    __slots__ = ("_last", "messages", "name")
+
+    def __init__(self, messages: Any, name: str = "messages") -> None:
+        self.messages = messages
+        self.name = name
+        self._last: Turn | None = None
+
+    def end(self) -> Ending:
+        """The request as a whole (its last message is the last one the walk gave)."""
+        return Ending(self.name, self.messages, self._last)
+
+    def __iter__(self) -> Iterator[Turn]:
+        """Each message in context, in order (nothing when the request is not a list)."""
+        messages, name = self.messages, self.name
+        self._last = None
+        if not _is_request(messages):
+            return
+        previous_role: str | None = None
+        offered: Sequence[Any] = ()
+        used: dict[str, str] = {}  # tool_use id -> where it was first used
+        for index, message in enumerate(messages):
+            path = f"{name}[{index}]"
+            if not isinstance(message, dict) or message.get("role") not in ROLES:
+                turn = Turn(index, path, None, previous_role)
+                self._last = turn
+                yield turn
+                previous_role, offered = None, ()
+                continue
+            role: str = message["role"]
+            content = message.get("content")
+            blocks: list[dict[str, Any]] = []
+            uses: list[Any] = []
+            earlier: dict[int, str] | None = None
+            seen = 0
+            if isinstance(content, list):
+                for block in content:
+                    kind = block.get("type") if isinstance(block, dict) else None
+                    if kind == "text":
+                        if not block.get("text"):
+                            seen |= BLANK
+                    elif not isinstance(kind, str):
+                        seen |= DROPPED
+                        continue
+                    elif kind == "tool_use":
+                        tool_use_id = block.get("id")
+                        uses.append(id_key(tool_use_id))
+                        if not isinstance(tool_use_id, str) or not tool_use_id:
+                            seen |= UNNAMED
+                        elif tool_use_id not in used:
+                            used[tool_use_id] = f"{path}.content[{len(blocks)}]"
+                        else:
+                            if earlier is None:
+                                earlier = {}
+                            earlier[len(blocks)] = used[tool_use_id]
+                    elif kind == "tool_result":
+                        seen |= RESULTS_SEEN
+                    elif kind in _THINKING:
+                        seen |= THINKING_SEEN
+                    blocks.append(block)
+            turn = Turn(
+                index, path, role, previous_role, content, blocks, offered, uses, earlier, seen
+            )
+            self._last = turn
+            yield turn
+            offered = uses if role == "assistant" else ()
+            previous_role = role
+
+
+# -- the rules, in reporting order for one block ------------------------------------------------
+
+
+class _MessageRule:
+    """A rule that the end of the request tells nothing more about."""
+
+    def finish(self, end: Ending, /) -> Sequence[Found]:
+        """Nothing: this rule judges messages one by one."""
+        return NOTHING
+
+
+class Malformed:
+    """Every message, content and block has a known shape; every tool_use has a string id."""
+
+    name = MALFORMED
+
+    def check(self, turn: Turn, /) -> Sequence[Found]:
+        """A message without a known role, content neither string nor list, a block without a
+        string ``type``, a tool_use without a string id."""
+        index = turn.index
+        if turn.role is None:
+            detail = "not a message with a user or assistant role"
+            return ((index, SHAPE, 0, Violation(turn.path, MALFORMED, detail)),)
+        content = turn.content
+        if isinstance(content, str):
+            return NOTHING
+        if not isinstance(content, list):
+            detail = "content is not a string or list"
+            return ((index, CONTENT, -1, Violation(f"{turn.path}.content", MALFORMED, detail)),)
+        found: list[Found] = []
+        if turn.seen & DROPPED:
+            for position, block in enumerate(content):
+                if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+                    where = f"{turn.path}.content[{position}]"
+                    detail = "block has no string 'type'"
+                    found.append((index, CONTENT, position, Violation(where, MALFORMED, detail)))
+        if turn.seen & UNNAMED:
+            for position, block in enumerate(turn.blocks):
+                if block.get("type") != "tool_use":
+                    continue
+                tool_use_id = block.get("id")
+                if not isinstance(tool_use_id, str) or not tool_use_id:
+                    where = f"{turn.path}.content[{position}]"
+                    detail = "a tool_use without a string id"
+                    found.append((index, IDS, position, Violation(where, MALFORMED, detail)))
+        return found
+
+    def finish(self, end: Ending, /) -> Sequence[Found]:
+        """A request that is not a list of messages."""
+        if _is_request(end.messages):
+            return NOTHING
+        detail = f"not a list of messages: {type(end.messages).__name__}"
+        return ((-1, SHAPE, 0, Violation(end.name, MALFORMED, detail)),)
+
+
+class FirstNotUser(_MessageRule):
+    """The first message is a user message."""
+
+    name = FIRST_NOT_USER
+
+    def check(self, turn: Turn, /) -> Sequence[Found]:
+        """The first message, when its role is ``assistant``."""
+        if turn.index or turn.role is None or turn.role == "user":
+            return NOTHING
+        detail = f"the first message is {turn.role!r}"
+        return ((0, SHAPE, 0, Violation(turn.path, FIRST_NOT_USER, detail)),)
+
+
+class SameRoleTwice(_MessageRule):
+    """User and assistant messages alternate."""
+
+    name = SAME_ROLE_TWICE
+
+    def check(self, turn: Turn, /) -> Sequence[Found]:
+        """A message with the role of the message right before it."""
+        if turn.role is None or turn.role != turn.previous_role:
+            return NOTHING
+        detail = f"two {turn.role} messages in a row"
+        return ((turn.index, SHAPE, 0, Violation(turn.path, SAME_ROLE_TWICE, detail)),)
+
+
+class EmptyContent(_MessageRule):
+    """A request has messages, and no message or text block is empty."""
+
+    name = EMPTY_CONTENT
+
+    def check(self, turn: Turn, /) -> Sequence[Found]:
+        """Empty string content, an empty content list, a text block with no text."""
+        content = turn.content
+        if turn.role is None or not isinstance(content, (str, list)):
+            return NOTHING
+        index = turn.index
+        if not content:
+            detail = "empty string content" if isinstance(content, str) else "empty content list"
+            return ((index, CONTENT, -1, Violation(f"{turn.path}.content", EMPTY_CONTENT, detail)),)
+        if not turn.seen & BLANK:
+            return NOTHING
+        found: list[Found] = []
+        for position, block in enumerate(content):
+            if isinstance(block, dict) and block.get("type") == "text" and not block.get("text"):
+                where = f"{turn.path}.content[{position}]"
+                found.append(
+                    (index, CONTENT, position, Violation(where, EMPTY_CONTENT, "empty text block"))
+                )
+        return found
+
+    def finish(self, end: Ending, /) -> Sequence[Found]:
+        """A request without any message."""
+        if not _is_request(end.messages) or end.messages:
+            return NOTHING
+        detail = "a request needs at least one message"
+        return ((-1, SHAPE, 0, Violation(end.name, EMPTY_CONTENT, detail)),)
+
+
+class DuplicateToolUseId(_MessageRule):
+    """No tool_use id is used twice in one request."""
+
+    name = DUPLICATE_TOOL_USE_ID
+
+    def check(self, turn: Turn, /) -> Sequence[Found]:
+        """Each tool_use whose id an earlier tool_use of the request has (the first is fine)."""
+        if not turn.earlier:
+            return NOTHING
+        found: list[Found] = []
+        for position, first in turn.earlier.items():
+            tool_use_id = turn.blocks[position]["id"]
+            detail = f"tool_use id {tool_use_id!r} is already used at {first}"
+            where = f"{turn.path}.content[{position}]"
+            found.append(
+                (turn.index, IDS, position, Violation(where, DUPLICATE_TOOL_USE_ID, detail))
+            )
+        return found
+
+
+class ToolUseUnanswered:
+    """Each tool_use is answered by a tool_result in the next message, a user message."""
+
+    name = TOOL_USE_UNANSWERED
+
+    def check(self, turn: Turn, /) -> Sequence[Found]:
+        """A message after tool_use that is not a user message, or does not answer them all."""
+        offered = turn.offered
+        if not offered or turn.role is None:
+            return NOTHING
+        ids = offered
+        if turn.role == "user":
+            answered = {
+                id_key(block.get("tool_use_id"))
+                for block in turn.blocks
+                if block.get("type") == "tool_result"
+            }
+            ids = [tool_use_id for tool_use_id in offered if tool_use_id not in answered]
+            if not ids:
+                return NOTHING
+        detail = f"no tool_result for tool_use {', '.join(map(str, ids))}"
+        return ((turn.index, PAIRING, 0, Violation(turn.path, TOOL_USE_UNANSWERED, detail)),)
+
+    def finish(self, end: Ending, /) -> Sequence[Found]:
+        """A request whose last message is an assistant message with tool_use."""
+        last = end.last
+        if last is None or last.role != "assistant" or not last.uses:
+            return NOTHING
+        detail = "the request ends with a tool_use"
+        return ((last.index, END, 0, Violation(last.path, TOOL_USE_UNANSWERED, detail)),)
+
+
+class ThinkingInUser(_MessageRule):
+    """Thinking blocks appear only in assistant messages."""
+
+    name = THINKING_IN_USER
+
+    def check(self, turn: Turn, /) -> Sequence[Found]:
+        """Each thinking or redacted_thinking block of a user message."""
+        if not turn.seen & THINKING_SEEN or turn.role == "assistant":
+            return NOTHING
+        found: list[Found] = []
+        for position, block in enumerate(turn.blocks):
+            kind = block["type"]
+            if kind in _THINKING:
+                where = f"{turn.path}.content[{position}]"
+                detail = f"a {kind} block in a user message"
+                found.append(
+                    (turn.index, THINKING, position, Violation(where, THINKING_IN_USER, detail))
+                )
+        return found
+
+
+class ThinkingNotFirst(_MessageRule):
+    """The thinking blocks of an assistant message come before its other blocks."""
+
+    name = THINKING_NOT_FIRST
+
+    def check(self, turn: Turn, /) -> Sequence[Found]:
+        """Each thinking block of an assistant message that follows another kind of block."""
+        if not turn.seen & THINKING_SEEN or turn.role != "assistant":
+            return NOTHING
+        found: list[Found] = []
+        seen_other = False
+        for position, block in enumerate(turn.blocks):
+            kind = block["type"]
+            if kind not in _THINKING:
+                seen_other = True
+            elif seen_other:
+                where = f"{turn.path}.content[{position}]"
+                detail = f"a {kind} block after other blocks"
+                found.append(
+                    (turn.index, THINKING, position, Violation(where, THINKING_NOT_FIRST, detail))
+                )
+        return found
+
+
+class ThinkingUnsigned(_MessageRule):
+    """Each thinking block has its signature, each redacted_thinking block its data."""
+
+    name = THINKING_UNSIGNED
+
+    def check(self, turn: Turn, /) -> Sequence[Found]:
+        """Each thinking block of an assistant message without a non-empty string signature."""
+        if not turn.seen & THINKING_SEEN or turn.role != "assistant":
+            return NOTHING
+        found: list[Found] = []
+        for position, block in enumerate(turn.blocks):
+            kind = block["type"]
+            if kind not in _THINKING:
+                continue
+            key = "signature" if kind == "thinking" else "data"
+            value = block.get(key)
+            if not isinstance(value, str) or not value:
+                where = f"{turn.path}.content[{position}]"
+                detail = f"a {kind} block without {key}"
+                found.append(
+                    (turn.index, THINKING, position, Violation(where, THINKING_UNSIGNED, detail))
+                )
+        return found
+
+
+class ToolResultUnknown(_MessageRule):
+    """Each tool_result answers a tool_use of the message right before it."""
+
+    name = TOOL_RESULT_UNKNOWN
+
+    def check(self, turn: Turn, /) -> Sequence[Found]:
+        """Each tool_result whose id no tool_use of the previous message has (all of them in an
+        assistant message)."""
+        if not turn.seen & RESULTS_SEEN:
+            return NOTHING
+        offered = set(turn.offered) if turn.role == "user" else set()
+        found: list[Found] = []
+        for position, block in enumerate(turn.blocks):
+            if block["type"] == "tool_result" and id_key(block.get("tool_use_id")) not in offered:
+                where = f"{turn.path}.content[{position}]"
+                detail = (
+                    f"tool_result for {block.get('tool_use_id')!r} answers no tool_use of"
+                    " the previous message"
+                )
+                found.append(
+                    (turn.index, RESULTS, position, Violation(where, TOOL_RESULT_UNKNOWN, detail))
+                )
+        return found
+
+
+RULES: tuple[Rule[Turn, Ending], ...] = (
+    Malformed(),
+    FirstNotUser(),
+    SameRoleTwice(),
+    EmptyContent(),
+    DuplicateToolUseId(),
+    ToolUseUnanswered(),
+    ThinkingInUser(),
+    ThinkingNotFirst(),
+    ThinkingUnsigned(),
+    ToolResultUnknown(),
+)
+"""Every rule of the Messages API that windowkeeper checks, in reporting order for one block."""
+
+_CHECKS = tuple(rule.check for rule in RULES)
+_FINISHES = tuple(rule.finish for rule in RULES)
 
 
 def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[Violation]:
@@ -65,135 +518,6 @@ def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[V
     only in assistant messages, before their other blocks, each with its signature (redacted
     ones with their data); every message and block has a known shape. An empty list is reported
     too, and so is a tool_use id used twice in one request. Never raises for bad input: it
-    reports it.
+    reports it. The order is the module's (see its docstring).
     """
-    violations: list[Violation] = []
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        return [Violation(name, MALFORMED, f"not a list of messages: {type(messages).__name__}")]
-    if not messages:
-        return [Violation(name, EMPTY_CONTENT, "a request needs at least one message")]
-    previous_role: Any = None
-    expected: list[Any] = []
-    used: dict[str, str] = {}  # tool_use id -> where it was first used
-    for index, message in enumerate(messages):
-        path = f"{name}[{index}]"
-        if not isinstance(message, dict) or message.get("role") not in ROLES:
-            violations.append(
-                Violation(path, MALFORMED, "not a message with a user or assistant role")
-            )
-            previous_role, expected = None, []
-            continue
-        role = message["role"]
-        if index == 0 and role != "user":
-            violations.append(Violation(path, FIRST_NOT_USER, f"the first message is {role!r}"))
-        if role == previous_role:
-            violations.append(Violation(path, SAME_ROLE_TWICE, f"two {role} messages in a row"))
-        content = message.get("content")
-        blocks = _blocks(content, path, violations)
-        answered = {
-            id_key(block.get("tool_use_id"))
-            for block in blocks
-            if block.get("type") == "tool_result"
-        }
-        for position, block in enumerate(blocks):
-            if block.get("type") != "tool_use":
-                continue
-            where = f"{path}.content[{position}]"
-            tool_use_id = block.get("id")
-            if not isinstance(tool_use_id, str) or not tool_use_id:
-                violations.append(Violation(where, MALFORMED, "a tool_use without a string id"))
-            elif tool_use_id in used:
-                violations.append(
-                    Violation(
-                        where,
-                        DUPLICATE_TOOL_USE_ID,
-                        f"tool_use id {tool_use_id!r} is already used at {used[tool_use_id]}",
-                    )
-                )
-            else:
-                used[tool_use_id] = where
-        if expected:
-            missing = [tool_use_id for tool_use_id in expected if tool_use_id not in answered]
-            if role != "user" or missing:
-                ids = ", ".join(map(str, missing if role == "user" else expected))
-                violations.append(
-                    Violation(path, TOOL_USE_UNANSWERED, f"no tool_result for tool_use {ids}")
-                )
-        _check_thinking(blocks, role, path, violations)
-        offered = set(expected) if role == "user" else set()
-        for position, block in enumerate(blocks):
-            if (
-                block.get("type") == "tool_result"
-                and id_key(block.get("tool_use_id")) not in offered
-            ):
-                violations.append(
-                    Violation(
-                        f"{path}.content[{position}]",
-                        TOOL_RESULT_UNKNOWN,
-                        f"tool_result for {block.get('tool_use_id')!r} answers no tool_use of"
-                        " the previous message",
-                    )
-                )
-        expected = (
-            [id_key(block.get("id")) for block in blocks if block.get("type") == "tool_use"]
-            if role == "assistant"
-            else []
-        )
-        previous_role = role
-    if expected:
-        last = len(messages) - 1
-        violations.append(
-            Violation(f"{name}[{last}]", TOOL_USE_UNANSWERED, "the request ends with a tool_use")
-        )
-    return violations
-
-
-def _check_thinking(
-    blocks: list[dict[str, Any]], role: str, path: str, violations: list[Violation]
-) -> None:
-    seen_other = False
-    for position, block in enumerate(blocks):
-        kind = block.get("type")
-        where = f"{path}.content[{position}]"
-        if kind not in _THINKING:
-            seen_other = True
-            continue
-        if role != "assistant":
-            violations.append(
-                Violation(where, THINKING_IN_USER, f"a {kind} block in a user message")
-            )
-            continue
-        if seen_other:
-            violations.append(
-                Violation(where, THINKING_NOT_FIRST, f"a {kind} block after other blocks")
-            )
-        key = "signature" if kind == "thinking" else "data"
-        if not isinstance(block.get(key), str) or not block.get(key):
-            violations.append(Violation(where, THINKING_UNSIGNED, f"a {kind} block without {key}"))
-
-
-def _blocks(content: Any, path: str, violations: list[Violation]) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        if not content:
-            violations.append(Violation(f"{path}.content", EMPTY_CONTENT, "empty string content"))
-        return []
-    if not isinstance(content, list):
-        violations.append(
-            Violation(f"{path}.content", MALFORMED, "content is not a string or list")
-        )
-        return []
-    if not content:
-        violations.append(Violation(f"{path}.content", EMPTY_CONTENT, "empty content list"))
-    blocks: list[dict[str, Any]] = []
-    for position, block in enumerate(content):
-        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
-            violations.append(
-                Violation(f"{path}.content[{position}]", MALFORMED, "block has no string 'type'")
-            )
-            continue
-        if block.get("type") == "text" and not block.get("text"):
-            violations.append(
-                Violation(f"{path}.content[{position}]", EMPTY_CONTENT, "empty text block")
-            )
-        blocks.append(block)
-    return blocks
+    return validate(Turns(messages, name), _CHECKS, _FINISHES)

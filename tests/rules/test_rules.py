@@ -1,0 +1,278 @@
+"""The provider rules one by one, and the validators as the composition of their rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from windowkeeper import validate_messages
+from windowkeeper.formats.openai import validate_openai
+from windowkeeper.formats.responses import validate_responses
+from windowkeeper.rules import _anthropic, _openai, _responses
+from windowkeeper.rules._rule import Found, Violation
+
+from ..formats.responses_strategies import broken_responses_inputs, responses_inputs
+from ..formats.strategies import broken_openai_conversations, openai_conversations
+from ..strategies import TR, TU, A, T, U, conversations
+
+Message = dict[str, Any]
+
+SIGNED = {"type": "thinking", "thinking": "hm", "signature": "sig"}
+UNSIGNED = {"type": "thinking", "thinking": "hm"}
+
+
+def run_alone(rule: Any, walk: Any) -> list[Found]:
+    """What ``rule`` finds on its own: its check at each item of ``walk``, then its finish."""
+    found = [entry for item in walk for entry in rule.check(item)]
+    return found + list(rule.finish(walk.end()))
+
+
+def composed(rules: tuple[Any, ...], walk_of: Any, items: Any) -> list[Violation]:
+    """Every rule run alone, concatenated in rule order and sorted as the rules module says."""
+    found = [entry for rule in rules for entry in run_alone(rule, walk_of(items))]
+    found.sort(key=lambda entry: entry[:3])  # stable: equal keys keep the rule order
+    return [entry[3] for entry in found]
+
+
+# -- Anthropic -------------------------------------------------------------------------------
+
+ANTHROPIC_CASES: dict[str, tuple[list[Any], list[Message]]] = {
+    "Malformed": ([U("task"), "not a message"], [U("task")]),
+    "FirstNotUser": ([A("hello")], [U("hello")]),
+    "SameRoleTwice": ([U("one"), U("two")], [U("one"), A("two")]),
+    "EmptyContent": ([U("")], [U("task")]),
+    "DuplicateToolUseId": (
+        [U("task"), A([TU("t1"), TU("t1")]), U([TR("t1")])],
+        [U("task"), A([TU("t1"), TU("t2")]), U([TR("t1"), TR("t2")])],
+    ),
+    "ToolUseUnanswered": (
+        [U("task"), A([TU("t1")]), U("go on")],
+        [U("task"), A([TU("t1")]), U([TR("t1")])],
+    ),
+    "ThinkingInUser": ([U([SIGNED, T("task")])], [U("task"), A([SIGNED, T("answer")])]),
+    "ThinkingNotFirst": (
+        [U("task"), A([T("answer"), SIGNED])],
+        [U("task"), A([SIGNED, T("answer")])],
+    ),
+    "ThinkingUnsigned": (
+        [U("task"), A([UNSIGNED, T("answer")])],
+        [U("task"), A([SIGNED, T("answer")])],
+    ),
+    "ToolResultUnknown": ([U([TR("nobody")])], [U("task"), A([TU("t1")]), U([TR("t1")])]),
+}
+
+
+class TestAnthropicRules:
+    """Each rule of the Messages API, alone."""
+
+    def test_every_rule_has_a_case(self) -> None:
+        """The cases below cover every rule of RULES, each with its own name."""
+        assert {type(rule).__name__ for rule in _anthropic.RULES} == set(ANTHROPIC_CASES)
+        assert len({rule.name for rule in _anthropic.RULES}) == len(_anthropic.RULES)
+
+    @pytest.mark.parametrize("rule", _anthropic.RULES, ids=lambda rule: type(rule).__name__)
+    def test_rule_finds_its_violation(self, rule: Any) -> None:
+        """On its minimal violating request a rule reports exactly one violation, of its name."""
+        violating, _ = ANTHROPIC_CASES[type(rule).__name__]
+        found = run_alone(rule, _anthropic.Turns(violating))
+        assert [entry[3].rule for entry in found] == [rule.name]
+
+    @pytest.mark.parametrize("rule", _anthropic.RULES, ids=lambda rule: type(rule).__name__)
+    def test_rule_passes_a_valid_request(self, rule: Any) -> None:
+        """On a minimal valid request a rule finds nothing, and neither does the validator."""
+        _, valid = ANTHROPIC_CASES[type(rule).__name__]
+        assert run_alone(rule, _anthropic.Turns(valid)) == []
+        assert validate_messages(valid) == []
+
+    def test_request_level_checks(self) -> None:
+        """A request that is not a list, or is empty, is reported by finish alone."""
+        assert [v.rule for v in validate_messages("text")] == ["malformed"]
+        assert [v.rule for v in validate_messages([])] == ["empty-content"]
+        assert run_alone(_anthropic.EmptyContent(), _anthropic.Turns("text")) == []
+
+    def test_block_order_interleaves_rules(self) -> None:
+        """Within a message, a malformed block and an empty text block come in block order."""
+        message = A([T(""), {"type": 3}, T("")])
+        paths = [(v.path, v.rule) for v in validate_messages([U("task"), message])]
+        assert paths == [
+            ("messages[1].content[0]", "empty-content"),
+            ("messages[1].content[1]", "malformed"),
+            ("messages[1].content[2]", "empty-content"),
+        ]
+
+    def test_one_block_follows_the_rule_order(self) -> None:
+        """An unsigned thinking block after text: not-first, then unsigned (the order of RULES)."""
+        found = validate_messages([U("task"), A([T("answer"), UNSIGNED])])
+        assert [v.rule for v in found] == ["thinking-not-first", "thinking-unsigned"]
+
+
+@st.composite
+def damaged_conversations(draw: st.DrawFn) -> list[Any]:
+    """A well-formed conversation with a few messages or blocks broken, dropped or repeated."""
+    messages: list[Any] = draw(conversations())
+    breakages = (
+        "delete", "repeat", "swap", "junk", "empty", "blank", "unsigned", "late_thinking",
+        "reuse_id", "no_id", "user_thinking", "orphan", "bad_content",
+    )  # fmt: skip
+    for _ in range(draw(st.integers(0, 4))):
+        index = draw(st.integers(0, len(messages) - 1))
+        message = messages[index]
+        content = message.get("content") if isinstance(message, dict) else None
+        blocks = list(content) if isinstance(content, list) else [T(str(content))]
+        operation = draw(st.sampled_from(breakages))
+        replaced: Any = message
+        if operation == "delete" and len(messages) > 1:
+            del messages[index]
+            continue
+        if operation == "repeat":
+            messages.insert(index, message)
+            continue
+        if operation == "swap" and index + 1 < len(messages):
+            messages[index], messages[index + 1] = messages[index + 1], message
+            continue
+        if operation == "junk":
+            replaced = draw(st.sampled_from(["junk", None, {"role": "system", "content": "x"}]))
+        elif operation == "empty":
+            replaced = {**message, "content": draw(st.sampled_from(["", []]))}
+        elif operation == "bad_content":
+            replaced = {**message, "content": draw(st.sampled_from([3, None, [7], [{"type": 1}]]))}
+        elif operation == "blank":
+            replaced = {**message, "content": [*blocks, T("")]}
+        elif operation == "unsigned":
+            replaced = {**message, "content": [UNSIGNED, *blocks]}
+        elif operation == "late_thinking":
+            replaced = {**message, "content": [*blocks, SIGNED]}
+        elif operation == "user_thinking":
+            replaced = U([SIGNED, *blocks])
+        elif operation == "reuse_id":
+            replaced = A([*blocks, TU("toolu_0000")])
+        elif operation == "no_id":
+            replaced = A(
+                [*blocks, {"type": "tool_use", "id": draw(st.sampled_from([None, "", 5]))}]
+            )
+        elif operation == "orphan":
+            replaced = {
+                **message,
+                "content": [TR(draw(st.sampled_from(["toolu_0000", "x"]))), *blocks],
+            }
+        messages[index] = replaced
+    return messages
+
+
+class TestAnthropicComposition:
+    """validate_messages is its rules, run each alone and put in the documented order."""
+
+    @given(st.one_of(conversations(), damaged_conversations()))
+    def test_composition_is_every_rule_in_order(self, messages: list[Any]) -> None:
+        """The validator's list equals the union of every rule's finds, sorted as documented."""
+        assert validate_messages(messages) == composed(_anthropic.RULES, _anthropic.Turns, messages)
+
+    @given(damaged_conversations())
+    def test_each_rule_reports_only_its_name(self, messages: list[Any]) -> None:
+        """A rule's violations carry its own name."""
+        for rule in _anthropic.RULES:
+            found = run_alone(rule, _anthropic.Turns(messages))
+            assert {entry[3].rule for entry in found} <= {rule.name}
+
+    @given(conversations(ends_with="user"))
+    def test_well_formed_conversations_pass(self, messages: list[Message]) -> None:
+        """The strategy's conversations that end with a user message break no rule."""
+        assert validate_messages(messages) == []
+
+
+# -- Chat Completions ------------------------------------------------------------------------
+
+
+def _call(call_id: str) -> Message:
+    return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+_ASKED: list[Message] = [
+    {"role": "user", "content": "task"},
+    {"role": "assistant", "content": None, "tool_calls": [_call("c1")]},
+]
+_ANSWERED: list[Message] = [*_ASKED, {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+
+OPENAI_CASES: dict[str, tuple[list[Message], list[Message]]] = {
+    "ToolUseUnanswered": (_ASKED, _ANSWERED),
+    "ToolResultUnknown": ([{"role": "tool", "tool_call_id": "c1", "content": "ok"}], _ANSWERED),
+    "Malformed": ([{"role": "robot", "content": "beep"}], [{"role": "user", "content": "task"}]),
+}
+
+
+class TestOpenAIRules:
+    """Each Chat Completions rule, alone, and validate_openai as their composition."""
+
+    def test_every_rule_has_a_case(self) -> None:
+        """The cases cover every rule of RULES."""
+        assert {type(rule).__name__ for rule in _openai.RULES} == set(OPENAI_CASES)
+
+    @pytest.mark.parametrize("rule", _openai.RULES, ids=lambda rule: type(rule).__name__)
+    def test_rule_finds_its_violation(self, rule: Any) -> None:
+        """On its minimal violating request a rule reports exactly one violation, of its name."""
+        violating, _ = OPENAI_CASES[type(rule).__name__]
+        found = run_alone(rule, _openai.Entries(violating))
+        assert [entry[3].rule for entry in found] == [rule.name]
+
+    @pytest.mark.parametrize("rule", _openai.RULES, ids=lambda rule: type(rule).__name__)
+    def test_rule_passes_a_valid_request(self, rule: Any) -> None:
+        """On a minimal valid request a rule finds nothing, and neither does the validator."""
+        _, valid = OPENAI_CASES[type(rule).__name__]
+        assert run_alone(rule, _openai.Entries(valid)) == []
+        assert validate_openai(valid) == []
+
+    @given(st.one_of(openai_conversations(), broken_openai_conversations()))
+    def test_composition_is_every_rule_in_order(self, messages: list[Message]) -> None:
+        """validate_openai equals the union of every rule's finds, sorted as documented."""
+        assert validate_openai(messages) == composed(_openai.RULES, _openai.Entries, messages)
+
+
+# -- Responses -------------------------------------------------------------------------------
+
+
+def _function_call(call_id: str) -> Message:
+    return {"type": "function_call", "call_id": call_id, "name": "f", "arguments": "{}"}
+
+
+def _output(call_id: str) -> Message:
+    return {"type": "function_call_output", "call_id": call_id, "output": "ok"}
+
+
+_PAIR: list[Message] = [{"role": "user", "content": "task"}, _function_call("c1"), _output("c1")]
+
+RESPONSES_CASES: dict[str, tuple[list[Message], list[Message]]] = {
+    "Malformed": ([{"type": "bogus"}], [{"role": "user", "content": "task"}]),
+    "DuplicateToolUseId": ([_function_call("c1"), _function_call("c1"), _output("c1")], _PAIR),
+    "ToolResultUnknown": ([_output("c1")], _PAIR),
+    "ToolUseUnanswered": ([_function_call("c1")], _PAIR),
+}
+
+
+class TestResponsesRules:
+    """Each Responses rule, alone, and validate_responses as their composition."""
+
+    def test_every_rule_has_a_case(self) -> None:
+        """The cases cover every rule of RULES."""
+        assert {type(rule).__name__ for rule in _responses.RULES} == set(RESPONSES_CASES)
+
+    @pytest.mark.parametrize("rule", _responses.RULES, ids=lambda rule: type(rule).__name__)
+    def test_rule_finds_its_violation(self, rule: Any) -> None:
+        """On its minimal violating input a rule reports exactly one violation, of its name."""
+        violating, _ = RESPONSES_CASES[type(rule).__name__]
+        found = run_alone(rule, _responses.Items(violating))
+        assert [entry[3].rule for entry in found] == [rule.name]
+
+    @pytest.mark.parametrize("rule", _responses.RULES, ids=lambda rule: type(rule).__name__)
+    def test_rule_passes_a_valid_input(self, rule: Any) -> None:
+        """On a minimal valid input a rule finds nothing, and neither does the validator."""
+        _, valid = RESPONSES_CASES[type(rule).__name__]
+        assert run_alone(rule, _responses.Items(valid)) == []
+        assert validate_responses(valid) == []
+
+    @given(st.one_of(responses_inputs(), broken_responses_inputs()))
+    def test_composition_is_every_rule_in_order(self, items: list[Message]) -> None:
+        """validate_responses equals the union of every rule's finds, sorted as documented."""
+        assert validate_responses(items) == composed(_responses.RULES, _responses.Items, items)
