@@ -54,6 +54,7 @@ from ._native_reads import NativeReadDetector
 from ._native_results import ResultPlacer
 from ._openai_history import OpenAIHistory, OpenAIShaper
 from ._sdk import MessageLike, UsageInput, message_from_sdk, usage_from_sdk
+from ._summary import Summarizer
 from ._tokens import CalibratedEstimator, TokenCounter
 from ._tool_ids import UniqueToolIds
 from .steps import (
@@ -61,6 +62,7 @@ from .steps import (
     Draft,
     ReplaceDuplicateReads,
     Step,
+    SummarizeTurns,
     default_steps,
     newest_turn,
     run_steps,
@@ -116,6 +118,8 @@ class Checkpoint:
     usage_generation: int = -1
     generation: int = 0
     counter_state: object = None  # the counter's snapshot(), when it has one
+    # the fold and its counters, as the session held them: (folded, folds, poor, at, requests)
+    compaction: tuple[tuple[int, str] | None, int, int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +156,11 @@ class _State:
     usage_timestamp: int = 0
     usage_generation: int = -1
     clips: list[Clip] = field(default_factory=list)
+    folded: tuple[int, str] | None = None  # the last fold's range end and continuation text
+    folds: int = 0  # folds made; with the two below, what keeps compaction from thrashing
+    poor_folds: int = 0  # folds that freed less than a tenth of the request
+    folded_at: int = -1  # the request (counted by ``requests``) that made the last fold
+    requests: int = 0
 
     def copy(self) -> _State:
         return replace(self, clips=list(self.clips))
@@ -201,6 +210,19 @@ def _check_system(system: Any) -> None:
     raise MalformedMessageError(
         "system", f"expected a string or a list of text blocks, got {type(system).__name__}"
     )
+
+
+def _summarize_step(summarize: Any, keep_recent_tokens: Any) -> SummarizeTurns | None:
+    keep = _count_argument("keep_recent_tokens", keep_recent_tokens)
+    if summarize is False or summarize is None:
+        return None
+    if summarize is True:
+        return SummarizeTurns(None, keep_recent_tokens=keep)
+    if not callable(summarize):
+        raise ConfigurationError(
+            f"summarize must be True, False or a summarizer callable, got {type(summarize).__name__}"
+        )
+    return SummarizeTurns(summarize, keep_recent_tokens=keep)
 
 
 def _check_steps(steps: Any) -> list[Step]:
@@ -260,6 +282,8 @@ class ContextSession:
         format: Literal["anthropic", "openai", "responses"] = "anthropic",
         clock: Callable[[], int] | None = None,
         steps: Sequence[Step] | None = None,
+        summarize: bool | Summarizer = False,
+        keep_recent_tokens: int = 8_000,
     ) -> None:
         self._info = _window(context_window, model)
         if task_dir is not None and store is not None:
@@ -294,7 +318,15 @@ class ContextSession:
         if not (isinstance(shrink_target, int | float) and 0 < shrink_target <= 1):
             raise ConfigurationError(f"shrink_target must be in (0, 1], got {shrink_target!r}")
         self._mask_keep_recent = mask_keep_recent
-        self._steps = _check_steps(steps) if steps is not None else default_steps(mask_keep_recent)
+        self._summarize = _summarize_step(summarize, keep_recent_tokens)
+        if steps is not None and self._summarize is not None:
+            raise ConfigurationError("give steps or summarize, not both (SummarizeTurns is a step)")
+        self._steps = (
+            _check_steps(steps)
+            if steps is not None
+            else default_steps(mask_keep_recent, summarize=self._summarize)
+        )
+        self._continued: tuple[str, Message] | None = None  # the continuation message, reused
         self._shrink_target = shrink_target
         self._max_output_tokens = _count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
@@ -474,6 +506,10 @@ class ContextSession:
             start = state.deleted_range[0]
             state.deleted_range = (start, kept - 2) if kept - 2 >= start else None
         state.clips = [clip for clip in state.clips if clip.message_index < kept]
+        if state.folded is not None and (
+            state.deleted_range is None or state.folded[0] > state.deleted_range[1]
+        ):
+            state.folded = None  # the fold reached past the cut: its text describes turns gone
         state.usage = None
         state.generation += 1
         store = OverwriteStore.from_json_value(
@@ -609,8 +645,16 @@ class ContextSession:
                 now=now,
                 limit=limit,
                 target=limit * self._shrink_target,
+                may_fold=state.poor_folds < 2 and state.folded_at != state.requests - 1,
             )
             shrunk = run_steps(self._steps, draft)
+            for action in shrunk:
+                if action.step == SummarizeTurns.name:
+                    state.folds += 1
+                    state.folded_at = state.requests
+                    before_fold, after_fold = action.tokens_before or 0, action.tokens_after or 0
+                    if before_fold - after_fold < before_fold / 10:
+                        state.poor_folds += 1
             actions += shrunk
             messages, estimate = draft.messages, draft.estimate
             for action in shrunk:
@@ -627,6 +671,7 @@ class ContextSession:
                     estimated_tokens=estimate,
                     limit=limit,
                 )
+        state.requests += 1
         self._commit(state)
         self._last = _LastRequest(messages, system, tools, now, state.generation)
         sent = self._to_openai.to_openai(messages) if self._openai is not None else messages
@@ -693,6 +738,15 @@ class ContextSession:
                 placed[1] = known[1]
             else:
                 self._noticed = (sent[1], placed[1])
+        folded = self._state.folded
+        if folded is not None and len(placed) > 2:
+            continued = self._continued
+            if continued is None or continued[0] != folded[1]:
+                continued = self._continued = (
+                    folded[1],
+                    {"role": "user", "content": [{"type": "text", "text": folded[1]}]},
+                )
+            placed = [*placed[:2], continued[1], *placed[2:]]
         merged = self._merger.merge(placed)
         fixed = self._orphans.apply(merged)
         self._orphaned = (
@@ -760,6 +814,13 @@ class ContextSession:
             usage_timestamp=state.usage_timestamp,
             usage_generation=state.usage_generation,
             generation=state.generation,
+            compaction=(
+                state.folded,
+                state.folds,
+                state.poor_folds,
+                state.folded_at,
+                state.requests,
+            ),
             counter_state=snapshot() if callable(snapshot) else None,
         )
 
@@ -790,6 +851,10 @@ class ContextSession:
             usage_generation=checkpoint.usage_generation,
             clips=list(checkpoint.clips),
         )
+        if checkpoint.compaction is not None:
+            state.folded, state.folds, state.poor_folds, state.folded_at, state.requests = (
+                checkpoint.compaction
+            )
         store = OverwriteStore.from_json(checkpoint.store_json)
         if self._openai is not None:
             openai_before = self._openai.messages
@@ -899,6 +964,41 @@ def _state_value(state: _State, history_length: int) -> dict[str, Any]:
         "usage_timestamp": state.usage_timestamp,
         "usage_generation": state.usage_generation,
         "clips": [[c.message_index, c.block_index, c.kept] for c in state.clips],
+        **_compaction_value(state),
+    }
+
+
+def _compaction_value(state: _State) -> dict[str, Any]:
+    """The compaction part of the state, only once there is one (older files have none)."""
+    if not state.folds and state.folded is None:
+        return {}
+    return {
+        "folded": list(state.folded) if state.folded is not None else None,
+        "folds": state.folds,
+        "poor_folds": state.poor_folds,
+        "folded_at": state.folded_at,
+        "requests": state.requests,
+    }
+
+
+def _read_compaction(value: dict[str, Any], deleted_range: DeletedRange | None) -> dict[str, Any]:
+    folded = value.get("folded")
+    if folded is not None:
+        if (
+            not isinstance(folded, list)
+            or len(folded) != 2
+            or not isinstance(folded[1], str)
+            or deleted_range is None
+            or _state_int(folded[0], "folded[0]") > deleted_range[1]
+        ):
+            raise ValueError("folded must be null or a range end inside deleted_range and a text")
+        folded = (folded[0], folded[1])
+    return {
+        "folded": folded,
+        "folds": _state_int(value.get("folds", 0), "folds"),
+        "poor_folds": _state_int(value.get("poor_folds", 0), "poor_folds"),
+        "folded_at": _state_int(value.get("folded_at", -1), "folded_at", minimum=-1),
+        "requests": _state_int(value.get("requests", 0), "requests"),
     }
 
 
@@ -947,6 +1047,7 @@ def _read_state(value: Any, where: str, history_length: int) -> _State:
                 value.get("usage_generation"), "usage_generation", minimum=-1
             ),
             clips=clips,
+            **_read_compaction(value, deleted_range),
         )
     except ValueError as error:
         raise TaskFolderError(f"{where}: unreadable session state: {error}") from None

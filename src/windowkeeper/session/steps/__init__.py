@@ -13,6 +13,7 @@ from ._hide_turns import HideOldTurns
 from ._mask_outputs import MaskOldOutputs
 from ._protocol import Action, Draft, Step, newest_turn
 from ._runner import run_steps
+from ._summarize import SummarizeTurns, fold_point
 
 __all__ = [
     "Action",
@@ -22,16 +23,23 @@ __all__ = [
     "MaskOldOutputs",
     "ReplaceDuplicateReads",
     "Step",
+    "SummarizeTurns",
     "default_steps",
+    "fold_point",
     "newest_turn",
     "run_steps",
 ]
 
 
-def default_steps(mask_keep_recent: int | None = 2) -> list[Step]:
-    """Today's remedies in today's order; ``mask_keep_recent=None`` leaves masking out."""
+def default_steps(
+    mask_keep_recent: int | None = 2, *, summarize: SummarizeTurns | None = None
+) -> list[Step]:
+    """The remedies in their order; ``mask_keep_recent=None`` leaves masking out, and a
+    ``summarize`` step folds turns before any is hidden."""
     steps: list[Step] = [ReplaceDuplicateReads()]
     if mask_keep_recent is not None:
         steps.append(MaskOldOutputs(mask_keep_recent))
+    if summarize is not None:
+        steps.append(summarize)
     steps += [HideOldTurns(), ClipLargeBlocks()]
     return steps

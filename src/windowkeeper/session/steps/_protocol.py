@@ -67,6 +67,7 @@ class Decisions(Protocol):
     deleted_range: DeletedRange | None
     generation: int
     clips: list[Clip]
+    folded: tuple[int, str] | None  # the end of the last fold and its continuation text
 
 
 def newest_turn(history: Sequence[Message]) -> range:
@@ -96,6 +97,7 @@ class Draft:
         "history",
         "limit",
         "manager",
+        "may_fold",
         "messages",
         "now",
         "target",
@@ -116,6 +118,7 @@ class Draft:
         now: int,
         limit: float,
         target: float,
+        may_fold: bool = False,
     ) -> None:
         self.history = history
         self.manager = manager
@@ -125,6 +128,7 @@ class Draft:
         self.now = now
         self.limit = limit
         self.target = target
+        self.may_fold = may_fold  # whether a summarize step may fold turns in this request
         self._decisions = decisions
         self._view_of = view_of
         self._measure = measure
@@ -162,6 +166,20 @@ class Draft:
         self._decisions.deleted_range = deleted_range
         self._decisions.generation += 1  # usage reported before describes a context now gone
 
+    @property
+    def continuation(self) -> str | None:
+        """The continuation text of the last fold (what a new fold takes in), or None."""
+        folded = self._decisions.folded
+        return folded[1] if folded is not None else None
+
+    def fold(self, deleted_range: DeletedRange, text: str) -> None:
+        """Hide ``deleted_range`` (as :meth:`hide`) and send ``text`` after messages 0-1 instead."""
+        if not self.may_fold:
+            raise StepError("a step folded turns where no fold is allowed (one a request)")
+        self.hide(deleted_range)
+        self._decisions.folded = (deleted_range[1], text)
+        self.may_fold = False
+
     def clip(self, clip: Clip) -> None:
         """Clip one more block: tighter than any clip it has, in a message of the history."""
         if not 0 <= clip.message_index < len(self.history):
@@ -185,4 +203,10 @@ class Draft:
     def fingerprint(self) -> tuple[object, ...]:
         """What an action must change: the range, the clips, the store or the estimate."""
         decisions = self._decisions
-        return (decisions.deleted_range, tuple(decisions.clips), self.store.revision, self.estimate)
+        return (
+            decisions.deleted_range,
+            tuple(decisions.clips),
+            decisions.folded,
+            self.store.revision,
+            self.estimate,
+        )

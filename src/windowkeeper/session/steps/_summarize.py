@@ -1,0 +1,126 @@
+"""Compaction by summary: older turns are folded into one continuation text after messages 0-1.
+
+Where hiding turns loses them for the model, folding replaces them with a summary (written by a
+``summarizer``, e.g. a cheaper model) followed by the ledger, the state of work computed from
+the history without a model. With no summarizer, or when it fails or answers nothing, the
+ledger alone is the continuation: never worse than truncation. The full history is never
+rewritten: the fold is the deleted range plus the continuation text, both persisted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from ...core._messages import Message
+from ...core._truncation import visible_start
+from .._ledger import build_ledger
+from .._summary import Summarizer, SummaryRequest, continuation, summary_instruction
+from ._protocol import Action, Draft, newest_turn
+
+__all__ = ["SummarizeTurns", "fold_point"]
+
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+def _size(message: Message) -> int:
+    """A message's size in tokens, roughly (four characters of JSON a token): to place the cut."""
+    return len(json.dumps(message, ensure_ascii=False, default=str)) // 4 + 1
+
+
+def _opens_cleanly(view: Sequence[Message], index: int) -> bool:
+    """Whether a request may continue at assistant message ``index`` after a user text.
+
+    Not in the middle of a thinking tool loop: an assistant message with thinking that follows
+    a user message of tool results would lose the thinking turn it continues.
+    """
+    message = view[index]
+    if message.get("role") != "assistant":
+        return False
+    content = message.get("content")
+    thinks = isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") in _THINKING for block in content
+    )
+    if not thinks:
+        return True
+    before = view[index - 1].get("content")
+    return not (
+        isinstance(before, list)
+        and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in before)
+    )
+
+
+def fold_point(view: Sequence[Message], start: int, keep_recent_tokens: int) -> int | None:
+    """The assistant message the verbatim tail starts at, or None when nothing can be folded.
+
+    The tail keeps the latest user turn whole and the answer it replies to, and at least
+    ``keep_recent_tokens`` of the most recent messages; the cut is before an assistant message,
+    so no tool_use is parted from its results (they are in the message after it), and never
+    inside a thinking tool loop. At least one message past ``start`` must be folded.
+    """
+    ceiling = newest_turn(view).start - 1  # the answer the newest turn replies to
+    tail = sum(_size(view[index]) for index in range(ceiling, len(view)))
+    for index in range(ceiling, max(start, 2), -1):
+        if index < ceiling:
+            tail += _size(view[index])
+        if (
+            tail >= keep_recent_tokens
+            and index - 1 >= max(start, 2)
+            and _opens_cleanly(view, index)
+        ):
+            return index
+    return None
+
+
+class SummarizeTurns:
+    """Fold the older visible turns into a continuation, once a request, before any hiding.
+
+    ``summarizer`` is called with a :class:`~windowkeeper.session._summary.SummaryRequest`
+    (None: the ledger alone). A new fold takes the previous continuation in (a rolling
+    summary). The session stops calling this step after a fold that freed little (see
+    :class:`~windowkeeper.ContextSession`'s ``compaction``) and never on the request right after
+    a fold; hiding turns then does the rest.
+    """
+
+    name = "summarize"
+    repeats = False
+
+    def __init__(
+        self, summarizer: Summarizer | None = None, *, keep_recent_tokens: int = 8_000
+    ) -> None:
+        self.summarizer = summarizer
+        self.keep_recent_tokens = keep_recent_tokens
+        self.last_error: BaseException | None = None  # what the summarizer raised last, if it did
+
+    def apply(self, draft: Draft) -> Action | None:
+        if draft.estimate <= draft.target or not draft.may_fold:
+            return None
+        view = draft.view
+        start = visible_start(draft.deleted_range)
+        point = fold_point(view, start, self.keep_recent_tokens)
+        if point is None:
+            return None
+        previous = draft.continuation
+        folded = tuple(view[max(start, 2) : point])
+        ledger = build_ledger(draft.history, point)
+        summary = None
+        if self.summarizer is not None:
+            request = SummaryRequest(
+                messages=folded,
+                previous_summary=previous,
+                instruction=summary_instruction(previous),
+                ledger=ledger,
+            )
+            try:
+                summary = self.summarizer(request)
+            except Exception as error:  # any failure means "no summary": the ledger stands in
+                self.last_error = error
+                summary = None
+            if not isinstance(summary, str) or not summary.strip():
+                summary = None
+        draft.fold((2, point - 1), continuation(summary, ledger))
+        return Action(
+            self.name,
+            messages=tuple(range(max(start, 2), point)),
+            deleted_range=(2, point - 1),
+        )

@@ -1,0 +1,220 @@
+"""Compaction by summary in ContextSession: folds, the ledger, no thrash, persistence, rollback."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from windowkeeper import ConfigurationError, ContextSession, TokenUsage, validate_messages
+from windowkeeper.session._ledger import LEDGER_HEADING
+from windowkeeper.session._summary import SummaryRequest
+from windowkeeper.session.steps import SummarizeTurns, default_steps
+
+from .test_session import Clock, ExactCounter, true_tokens
+
+WINDOW = 40_000
+TASK = {
+    "role": "user",
+    "content": [{"type": "text", "text": "<task>Port the parser to v2.</task>"}],
+}
+FIRST = {"role": "assistant", "content": [{"type": "text", "text": "I will read the parser."}]}
+
+
+def _turn(turn: int) -> list[dict[str, Any]]:
+    """An edit of one file a turn, with a big result, and now and then a user instruction."""
+    call = f"toolu_{turn:03d}"
+    result: dict[str, Any] = {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": call, "content": f"ok {turn}\n" + "r" * 6_000}
+        ],
+    }
+    if turn % 5 == 4:
+        result["content"].append({"type": "text", "text": f"Please also keep test {turn} green."})
+    return [
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": f"Now editing module {turn}."},
+                {
+                    "type": "tool_use",
+                    "id": call,
+                    "name": "write_to_file",
+                    "input": {"path": f"src/mod_{turn}.py", "content": "x = 1\n"},
+                },
+            ],
+        },
+        result,
+    ]
+
+
+def _run(session: ContextSession, turns: int, start: int = 0) -> list[Any]:
+    if not session.history:
+        session.extend([TASK, FIRST, {"role": "user", "content": "Begin."}])
+    prepared = []
+    for turn in range(start, start + turns):
+        request = session.prepare(max_output_tokens=1_000)
+        assert true_tokens(request.messages) + 1_000 <= request.max_allowed_size
+        assert [v for v in validate_messages(request.messages) if v.rule != "empty-content"] == []
+        prepared.append(request)
+        session.record_usage(TokenUsage(tokens_in=true_tokens(request.messages), tokens_out=40))
+        session.extend(_turn(turn))
+    return prepared
+
+
+def _session(**options: Any) -> ContextSession:
+    # Without masking, folding is the first remedy that applies to these results.
+    return ContextSession(
+        WINDOW, counter=ExactCounter(), clock=Clock(), mask_keep_recent=None, **options
+    )
+
+
+def _continuation(request: Any) -> str | None:
+    third = request.messages[2] if len(request.messages) > 2 else None
+    if third is None or third["role"] != "user":
+        return None
+    texts = [b.get("text", "") for b in third["content"] if isinstance(b, dict)]
+    joined = "\n".join(texts)
+    return joined if LEDGER_HEADING in joined else None
+
+
+class TestLedgerOnly:
+    def test_folded_turns_become_the_ledger_after_the_first_pair(self) -> None:
+        prepared = _run(_session(summarize=True, keep_recent_tokens=3_000), 30)
+        folds = [p for p in prepared if any(a.step == "summarize" for a in p.actions)]
+        assert folds, "the loop outgrows the window: a fold must happen"
+        after = prepared[prepared.index(folds[0]) :]
+        for request in after:
+            assert request.messages[:2][0]["content"] == TASK["content"]
+            text = _continuation(request)
+            assert text is not None, "the continuation follows messages 0-1"
+            assert "Port the parser to v2." in text
+
+    def test_task_frontier_is_kept(self) -> None:
+        """After a fold every request carries the task, the latest instruction, each edited file."""
+        session = _session(summarize=True, keep_recent_tokens=3_000)
+        prepared = _run(session, 30)
+        first = next(i for i, p in enumerate(prepared) if _continuation(p))
+        for position, request in enumerate(prepared[first:], first):
+            sent = json.dumps(request.messages)
+            edited = [f"src/mod_{turn}.py" for turn in range(position)]
+            missing = [path for path in edited if path not in sent]
+            assert missing == [], f"request {position} lost {missing}"
+            instructions = [t for t in range(position) if t % 5 == 4]
+            if instructions:
+                assert f"keep test {instructions[-1]} green" in sent
+
+    def test_never_two_folds_in_a_row_and_poor_folds_stop(self) -> None:
+        session = _session(summarize=True, keep_recent_tokens=3_000)
+        prepared = _run(session, 40)
+        folded = [
+            i for i, p in enumerate(prepared) if any(a.step == "summarize" for a in p.actions)
+        ]
+        assert all(b - a > 1 for a, b in itertools.pairwise(folded))
+        poor = [
+            a
+            for p in prepared
+            for a in p.actions
+            if a.step == "summarize"
+            and (a.tokens_before or 0) - (a.tokens_after or 0) < (a.tokens_before or 0) / 10
+        ]
+        assert len(poor) <= 2
+
+
+class TestSummarizer:
+    def test_the_summary_is_sent_and_rolls_over(self) -> None:
+        requests: list[SummaryRequest] = []
+
+        def summarizer(request: SummaryRequest) -> str:
+            requests.append(request)
+            return f"SUMMARY {len(requests)}: edited {len(request.messages)} messages' worth."
+
+        prepared = _run(_session(summarize=summarizer, keep_recent_tokens=3_000), 40)
+        assert len(requests) >= 2
+        assert requests[0].previous_summary is None
+        assert requests[1].previous_summary is not None
+        assert "SUMMARY 1" in requests[1].previous_summary
+        assert all(m["role"] in ("user", "assistant") for m in requests[0].messages)
+        last = _continuation(prepared[-1])
+        assert last is not None
+        assert f"SUMMARY {len(requests)}" in last
+
+    @pytest.mark.parametrize("reply", ["", "   ", None, RuntimeError("model down")])
+    def test_no_summary_falls_back_to_the_ledger(self, reply: Any) -> None:
+        def summarizer(request: SummaryRequest) -> Any:
+            if isinstance(reply, Exception):
+                raise reply
+            return reply
+
+        step = SummarizeTurns(summarizer, keep_recent_tokens=3_000)
+        session = ContextSession(
+            WINDOW, counter=ExactCounter(), clock=Clock(), steps=[step, *default_steps(None)[1:]]
+        )
+        prepared = _run(session, 30)
+        text = _continuation(prepared[-1])
+        assert text is not None
+        assert "No summary" in text
+        if isinstance(reply, Exception):
+            assert step.last_error is reply
+
+    def test_bad_arguments(self) -> None:
+        with pytest.raises(ConfigurationError, match="summarize"):
+            ContextSession(WINDOW, summarize="yes")  # type: ignore[arg-type]
+        with pytest.raises(ConfigurationError, match="keep_recent_tokens"):
+            ContextSession(WINDOW, summarize=True, keep_recent_tokens=-1)
+        with pytest.raises(ConfigurationError, match="steps or summarize"):
+            ContextSession(WINDOW, summarize=True, steps=[SummarizeTurns()])
+
+
+class TestState:
+    def test_reopen_gives_the_same_next_request(self, tmp_path: Path) -> None:
+        session = _session(summarize=True, keep_recent_tokens=3_000, task_dir=tmp_path)
+        _run(session, 30)
+        expected = session.prepare(max_output_tokens=1_000).messages
+        session.close()
+        reopened = _session(summarize=True, keep_recent_tokens=3_000, task_dir=tmp_path)
+        assert reopened.prepare(max_output_tokens=1_000).messages == expected
+
+    def test_rollback_undoes_a_fold_and_replay_redoes_it(self) -> None:
+        session = _session(summarize=True, keep_recent_tokens=3_000)
+        _run(session, 12)
+        checkpoint = session.checkpoint()
+        later = _run(session, 18, start=12)
+        session.rollback(checkpoint)
+        again = _run(session, 18, start=12)
+        assert [p.messages for p in again] == [p.messages for p in later]
+        assert any(_continuation(p) for p in later)
+
+    def test_openai_format_folds_too(self) -> None:
+        session = ContextSession(
+            WINDOW, clock=Clock(), format="openai", summarize=True, mask_keep_recent=None
+        )
+        session.append({"role": "user", "content": "Port the parser to v2."})
+        session.append({"role": "assistant", "content": "I will read the parser."})
+        session.append({"role": "user", "content": "Begin."})
+        for turn in range(40):
+            request = session.prepare(max_output_tokens=1_000)
+            session.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": f"call_{turn}",
+                            "type": "function",
+                            "function": {
+                                "name": "write_to_file",
+                                "arguments": json.dumps({"path": f"src/m{turn}.py"}),
+                            },
+                        }
+                    ],
+                }
+            )
+            session.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": "y" * 6_000})
+        assert any(a.step == "summarize" for a in request.actions) or any(
+            LEDGER_HEADING in json.dumps(m) for m in request.messages
+        )
