@@ -218,3 +218,99 @@ class TestState:
         assert any(a.step == "summarize" for a in request.actions) or any(
             LEDGER_HEADING in json.dumps(m) for m in request.messages
         )
+
+
+def _summary_reply(number: int) -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"type": "text", "text": f"SUMMARY {number}."}]}
+
+
+def _in_band_loop(session: ContextSession, turns: int) -> tuple[list[Any], int]:
+    """An agent loop that answers an in-band request with a summary, as a model would."""
+    if not session.history:
+        session.extend([TASK, FIRST, {"role": "user", "content": "Begin."}])
+    prepared, summaries = [], 0
+    for turn in range(turns):
+        request = session.prepare(max_output_tokens=1_000)
+        assert true_tokens(request.messages) + 1_000 <= request.max_allowed_size
+        assert [v for v in validate_messages(request.messages) if v.rule != "empty-content"] == []
+        prepared.append(request)
+        session.record_usage(TokenUsage(tokens_in=true_tokens(request.messages), tokens_out=40))
+        if request.summary_requested:
+            summaries += 1
+            session.append(_summary_reply(summaries))
+            request = session.prepare(max_output_tokens=1_000)  # the turn goes on
+            prepared.append(request)
+            session.record_usage(TokenUsage(tokens_in=true_tokens(request.messages), tokens_out=40))
+        session.extend(_turn(turn))
+    return prepared, summaries
+
+
+class TestInBand:
+    def test_the_request_is_the_usual_one_plus_the_instruction(self) -> None:
+        in_band = _session(summarize="in-band", keep_recent_tokens=3_000)
+        plain = _session()
+        for session in (in_band, plain):
+            session.extend([TASK, FIRST, {"role": "user", "content": "Begin."}])
+        for turn in range(30):
+            asked = in_band.prepare(max_output_tokens=1_000)
+            usual = plain.prepare(max_output_tokens=1_000)
+            if asked.summary_requested:
+                break
+            assert asked.messages == usual.messages
+            for session, request in ((in_band, asked), (plain, usual)):
+                session.record_usage(
+                    TokenUsage(tokens_in=true_tokens(request.messages), tokens_out=40)
+                )
+                session.extend(_turn(turn))
+        else:
+            pytest.fail("no summary was requested")
+        assert asked.messages[:-1] == usual.messages[:-1]  # the cached prefix, whole
+        last, before = asked.messages[-1]["content"], usual.messages[-1]["content"]
+        assert last[: len(before)] == before
+        assert "summary" in json.dumps(last[len(before) :]).lower()
+
+    def test_the_reply_becomes_the_continuation_and_is_never_sent(self) -> None:
+        prepared, summaries = _in_band_loop(
+            _session(summarize="in-band", keep_recent_tokens=3_000), 40
+        )
+        assert summaries >= 1
+        folded = [p for p in prepared if any(a.step == "summarize-in-band" for a in p.actions)]
+        assert folded
+        for request in prepared[prepared.index(folded[0]) :]:
+            text = _continuation(request)
+            assert text is not None
+            assert "SUMMARY" in text
+            own = [m for m in request.messages if m["content"] == _summary_reply(1)["content"]]
+            assert own == []
+
+    def test_a_pending_request_survives_reopen(self, tmp_path: Path) -> None:
+        session = _session(summarize="in-band", keep_recent_tokens=3_000, task_dir=tmp_path)
+        session.extend([TASK, FIRST, {"role": "user", "content": "Begin."}])
+        for turn in range(30):
+            request = session.prepare(max_output_tokens=1_000)
+            if request.summary_requested:
+                break
+            session.record_usage(TokenUsage(tokens_in=true_tokens(request.messages), tokens_out=40))
+            session.extend(_turn(turn))
+        else:
+            pytest.fail("no summary was requested")
+        session.close()
+        reopened = _session(summarize="in-band", keep_recent_tokens=3_000, task_dir=tmp_path)
+        reopened.append(_summary_reply(1))
+        after = reopened.prepare(max_output_tokens=1_000)
+        assert any(a.step == "summarize-in-band" for a in after.actions)
+        assert "SUMMARY 1" in (_continuation(after) or "")
+
+    def test_a_reply_that_is_not_a_summary_folds_nothing(self) -> None:
+        session = _session(summarize="in-band", keep_recent_tokens=3_000)
+        session.extend([TASK, FIRST, {"role": "user", "content": "Begin."}])
+        for turn in range(30):
+            request = session.prepare(max_output_tokens=1_000)
+            session.record_usage(TokenUsage(tokens_in=true_tokens(request.messages), tokens_out=40))
+            if request.summary_requested:
+                session.extend(_turn(turn))  # the model called a tool instead
+                after = session.prepare(max_output_tokens=1_000)
+                assert not any(a.step == "summarize-in-band" for a in after.actions)
+                return
+            session.extend(_turn(turn))
+        pytest.fail("no summary was requested")

@@ -49,12 +49,13 @@ from ..formats._wire import Repair, WireShaper, anthropic_message, openai_messag
 from ..storage import Commit, SessionStore, TaskFolderStore
 from ._alternation import RoleMerger, merge_same_roles
 from ._clipping import MIN_KEPT_CHARS, Clip, ClipMemo, clippable_blocks
+from ._ledger import build_ledger
 from ._models import model_window
 from ._native_reads import NativeReadDetector
 from ._native_results import ResultPlacer
 from ._openai_history import OpenAIHistory, OpenAIShaper
 from ._sdk import MessageLike, UsageInput, message_from_sdk, usage_from_sdk
-from ._summary import Summarizer
+from ._summary import Summarizer, continuation, summary_instruction, with_instruction
 from ._tokens import CalibratedEstimator, TokenCounter
 from ._tool_ids import UniqueToolIds
 from .steps import (
@@ -64,6 +65,7 @@ from .steps import (
     Step,
     SummarizeTurns,
     default_steps,
+    fold_point,
     newest_turn,
     run_steps,
 )
@@ -101,6 +103,8 @@ class Prepared:
     clipped: tuple[Clip, ...] = ()  # clips added while preparing (on arrival or to fit)
     ignored_stale_usage: bool = False  # usage described a context that no longer exists
     repairs: tuple[Repair, ...] = ()  # what was changed so the provider accepts the request
+    # in-band compaction: the last user message asks for a summary; append the reply as usual
+    summary_requested: bool = False
     actions: tuple[Action, ...] = ()  # what shrank the request, in order (see session.steps)
 
 
@@ -118,8 +122,11 @@ class Checkpoint:
     usage_generation: int = -1
     generation: int = 0
     counter_state: object = None  # the counter's snapshot(), when it has one
-    # the fold and its counters, as the session held them: (folded, folds, poor, at, requests)
-    compaction: tuple[tuple[int, str] | None, int, int, int, int] | None = None
+    # the fold and its counters, as the session held them (see _State)
+    compaction: (
+        tuple[tuple[int, str] | None, int, int, int, int, tuple[int, int] | None, tuple[int, ...]]
+        | None
+    ) = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +168,8 @@ class _State:
     poor_folds: int = 0  # folds that freed less than a tenth of the request
     folded_at: int = -1  # the request (counted by ``requests``) that made the last fold
     requests: int = 0
+    pending: tuple[int, int] | None = None  # in-band: (fold point, history length when asked)
+    excluded: tuple[int, ...] = ()  # in-band summary replies, never sent again
 
     def copy(self) -> _State:
         return replace(self, clips=list(self.clips))
@@ -216,11 +225,12 @@ def _summarize_step(summarize: Any, keep_recent_tokens: Any) -> SummarizeTurns |
     keep = _count_argument("keep_recent_tokens", keep_recent_tokens)
     if summarize is False or summarize is None:
         return None
-    if summarize is True:
-        return SummarizeTurns(None, keep_recent_tokens=keep)
+    if summarize is True or summarize == "in-band":
+        return SummarizeTurns(None, keep_recent_tokens=keep)  # in-band: when it did not fit
     if not callable(summarize):
         raise ConfigurationError(
-            f"summarize must be True, False or a summarizer callable, got {type(summarize).__name__}"
+            "summarize must be True, False, 'in-band' or a summarizer callable,"
+            f" got {type(summarize).__name__}"
         )
     return SummarizeTurns(summarize, keep_recent_tokens=keep)
 
@@ -282,8 +292,9 @@ class ContextSession:
         format: Literal["anthropic", "openai", "responses"] = "anthropic",
         clock: Callable[[], int] | None = None,
         steps: Sequence[Step] | None = None,
-        summarize: bool | Summarizer = False,
+        summarize: bool | Literal["in-band"] | Summarizer = False,
         keep_recent_tokens: int = 8_000,
+        in_band_at: float = 0.85,
     ) -> None:
         self._info = _window(context_window, model)
         if task_dir is not None and store is not None:
@@ -319,6 +330,10 @@ class ContextSession:
             raise ConfigurationError(f"shrink_target must be in (0, 1], got {shrink_target!r}")
         self._mask_keep_recent = mask_keep_recent
         self._summarize = _summarize_step(summarize, keep_recent_tokens)
+        self._in_band = summarize == "in-band"
+        if not (isinstance(in_band_at, int | float) and 0 < in_band_at <= 1):
+            raise ConfigurationError(f"in_band_at must be in (0, 1], got {in_band_at!r}")
+        self._in_band_at = in_band_at
         if steps is not None and self._summarize is not None:
             raise ConfigurationError("give steps or summarize, not both (SummarizeTurns is a step)")
         self._steps = (
@@ -510,6 +525,9 @@ class ContextSession:
             state.deleted_range is None or state.folded[0] > state.deleted_range[1]
         ):
             state.folded = None  # the fold reached past the cut: its text describes turns gone
+        if state.pending is not None and state.pending[1] >= kept:
+            state.pending = None
+        state.excluded = tuple(index for index in state.excluded if index < kept)
         state.usage = None
         state.generation += 1
         store = OverwriteStore.from_json_value(
@@ -596,8 +614,12 @@ class ContextSession:
         now = self._tick()
         state = self._state
         clips: dict[tuple[int, int], Clip] = {}
-        view = self._view()
         actions: list[Action] = []
+        if state.pending is not None:
+            adopted = self._adopt_summary(state)
+            if adopted is not None:
+                actions.append(adopted)
+        view = self._view()
         for arrived in self._arrival_clips(view):
             clips[arrived.message_index, arrived.block_index] = arrived
             state.clips.append(arrived)
@@ -671,6 +693,20 @@ class ContextSession:
                     estimated_tokens=estimate,
                     limit=limit,
                 )
+        requested = False
+        if (
+            self._in_band
+            and not acted
+            and estimate > limit * self._in_band_at
+            and state.poor_folds < 2
+            and state.folded_at != state.requests - 1
+        ):
+            asked = self._ask_for_summary(
+                view, messages, system=system, tools=tools, reserve=reserve, limit=limit
+            )
+            if asked is not None:
+                messages, estimate = asked
+                requested = True
         state.requests += 1
         self._commit(state)
         self._last = _LastRequest(messages, system, tools, now, state.generation)
@@ -690,6 +726,81 @@ class ContextSession:
             ignored_stale_usage=stale,
             repairs=self._id_repairs() + self._orphaned + repairs,
             actions=tuple(actions),
+            summary_requested=requested,
+        )
+
+    def _ask_for_summary(
+        self,
+        view: list[Message],
+        messages: list[Message],
+        *,
+        system: Any,
+        tools: Sequence[Mapping[str, Any]] | None,
+        reserve: int,
+        limit: float,
+    ) -> tuple[list[Message], int] | None:
+        """The request with the summary instruction on its last user message, if it fits.
+
+        Everything before the instruction is the request as it would be sent, so the provider
+        reads it from its cache; the fold point is decided now and kept with the request.
+        """
+        state = self._state
+        step = self._summarize
+        if step is None or state.pending is not None:
+            return None
+        point = fold_point(view, visible_start(state.deleted_range), step.keep_recent_tokens)
+        if point is None:
+            return None
+        previous = state.folded[1] if state.folded is not None else None
+        asked = with_instruction(messages, summary_instruction(previous))
+        estimate = self._estimate(asked, system, tools, reserve)
+        if estimate > limit:
+            return None
+        state.pending = (point, len(self._history))
+        return asked, estimate
+
+    def _adopt_summary(self, state: _State) -> Action | None:
+        """After an in-band request: fold with the reply the caller appended, if it is a summary.
+
+        The reply must be an assistant message of text only; it is then the summary, and is
+        never sent again. Anything else (a tool call, the user speaking first) drops the request.
+        """
+        assert state.pending is not None
+        point, length = state.pending
+        history = self._history
+        if len(history) <= length:
+            return None  # nothing appended yet: the request stands
+        state.pending = None
+        reply = history[length]
+        content = reply.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if reply.get("role") != "assistant" or not isinstance(blocks, list):
+            return None
+        kinds = {block.get("type") for block in blocks if isinstance(block, dict)}
+        text = "\n".join(
+            block["text"]
+            for block in blocks
+            if isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
+        ).strip()
+        current = state.deleted_range
+        if (
+            not text
+            or kinds - {"text", "thinking", "redacted_thinking"}
+            or (current is not None and current[1] >= point - 1)
+        ):
+            return None
+        start = visible_start(current)
+        self._set_range((2, point - 1))
+        state.folded = (point - 1, continuation(text, build_ledger(history, point)))
+        state.excluded = (*state.excluded, length)
+        state.folds += 1
+        state.folded_at = state.requests
+        return Action(
+            "summarize-in-band",
+            messages=tuple(range(max(start, 2), point)),
+            deleted_range=(2, point - 1),
         )
 
     def _id_repairs(self) -> tuple[Repair, ...]:
@@ -731,6 +842,12 @@ class ContextSession:
     def _visible(self, sent: list[Message]) -> list[Message]:
         # finish_request, remembering its work: the same first answer gets the same noticed copy,
         # and only what is new since the last request is checked for runs of one role
+        excluded = self._state.excluded
+        if excluded:
+            start = max(visible_start(self._state.deleted_range), 2)
+            drop = {index - start + 2 for index in excluded if index >= start}
+            if drop:
+                sent = [m for position, m in enumerate(sent) if position not in drop]
         placed = place_truncation_notice(sent, self._manager.store)
         if placed is not sent:
             known = self._noticed
@@ -820,6 +937,8 @@ class ContextSession:
                 state.poor_folds,
                 state.folded_at,
                 state.requests,
+                state.pending,
+                state.excluded,
             ),
             counter_state=snapshot() if callable(snapshot) else None,
         )
@@ -852,9 +971,15 @@ class ContextSession:
             clips=list(checkpoint.clips),
         )
         if checkpoint.compaction is not None:
-            state.folded, state.folds, state.poor_folds, state.folded_at, state.requests = (
-                checkpoint.compaction
-            )
+            (
+                state.folded,
+                state.folds,
+                state.poor_folds,
+                state.folded_at,
+                state.requests,
+                state.pending,
+                state.excluded,
+            ) = checkpoint.compaction
         store = OverwriteStore.from_json(checkpoint.store_json)
         if self._openai is not None:
             openai_before = self._openai.messages
@@ -970,7 +1095,7 @@ def _state_value(state: _State, history_length: int) -> dict[str, Any]:
 
 def _compaction_value(state: _State) -> dict[str, Any]:
     """The compaction part of the state, only once there is one (older files have none)."""
-    if not state.folds and state.folded is None:
+    if not state.folds and state.folded is None and state.pending is None:
         return {}
     return {
         "folded": list(state.folded) if state.folded is not None else None,
@@ -978,6 +1103,8 @@ def _compaction_value(state: _State) -> dict[str, Any]:
         "poor_folds": state.poor_folds,
         "folded_at": state.folded_at,
         "requests": state.requests,
+        "pending": list(state.pending) if state.pending is not None else None,
+        "excluded": list(state.excluded),
     }
 
 
@@ -999,7 +1126,25 @@ def _read_compaction(value: dict[str, Any], deleted_range: DeletedRange | None) 
         "poor_folds": _state_int(value.get("poor_folds", 0), "poor_folds"),
         "folded_at": _state_int(value.get("folded_at", -1), "folded_at", minimum=-1),
         "requests": _state_int(value.get("requests", 0), "requests"),
+        "pending": _pending(value.get("pending")),
+        "excluded": tuple(
+            _state_int(index, "excluded") for index in _state_list(value.get("excluded", []))
+        ),
     }
+
+
+def _state_list(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list, got {type(value).__name__}")
+    return value
+
+
+def _pending(value: Any) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError("pending must be null or two integers")
+    return (_state_int(value[0], "pending[0]"), _state_int(value[1], "pending[1]"))
 
 
 def _state_int(value: Any, what: str, *, minimum: int = 0) -> int:
