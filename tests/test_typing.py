@@ -23,7 +23,7 @@ CALLER = ROOT / "tests" / "typing"
 # Each line marked "# error" must be reported by mypy, and no other line.
 WRONG = textwrap.dedent(
     """
-    from windowkeeper import ContextManager, ContextSession, usage_from_sdk
+    from windowkeeper import ContextManager, ContextSession, usage_from_sdk, validate_messages
     from windowkeeper.formats import from_anthropic, to_anthropic
 
     session = ContextSession(context_window=100_000)
@@ -41,6 +41,7 @@ WRONG = textwrap.dedent(
         "history", usage=None, timestamp=0, context_window=100_000
     )
     usage_from_sdk(object())  # error
+    validate_messages("not a list")  # error
     from_anthropic([1])  # error
     to_anthropic(["user: hi"])  # error
     """

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core._messages import ROLES
+from ..core._messages import ROLES, MessageInput
 from ..core._pairing import id_key
 from ._rule import (
     DUPLICATE_TOOL_USE_ID,
@@ -509,7 +509,7 @@ _CHECKS = tuple(rule.check for rule in RULES)
 _FINISHES = tuple(rule.finish for rule in RULES)
 
 
-def validate_messages(messages: Sequence[Any], name: str = "messages") -> list[Violation]:
+def validate_messages(messages: Sequence[MessageInput], name: str = "messages") -> list[Violation]:
     """Every provider-rule violation of an outgoing Anthropic request, in message order.
 
     Rules: the first message is a user message; roles alternate; each tool_use is answered by a
