@@ -268,6 +268,13 @@ class TestFilesAndCommands:
         assert missing_items("none at all", ledger) == ["t", "C:\\Repo\\src\\A.py"]
         assert missing_items("t: data.py", Ledger(task="t", files_edited=("a.py",))) == ["a.py"]
 
+    def test_a_long_item_by_its_start(self) -> None:
+        """A long task counts as kept when its start is quoted, even cut inside a word."""
+        task = "Refactor the storage layer " * 20
+        ledger = Ledger(task=task)
+        assert missing_items(f"The task: {task[:200]}", ledger) == []
+        assert missing_items(f"The task: {task[:100]}", ledger) == [task]
+
 
 class TestRender:
     def test_heading_and_sections(self) -> None:

@@ -596,7 +596,8 @@ def _contains(haystack: str, item: str) -> bool:
     The match must not run on into a word on either side ("a.py" is not in "data.py").
     """
     needle = normalized(item)
-    if len(needle) > _HEAD_CHARS:
+    cut = len(needle) > _HEAD_CHARS
+    if cut:
         needle = needle[:_HEAD_CHARS].rstrip()
     if not needle:
         return True
@@ -604,7 +605,7 @@ def _contains(haystack: str, item: str) -> bool:
     while at >= 0:
         end = at + len(needle)
         before = haystack[at - 1] if at else " "
-        after = haystack[end] if end < len(haystack) else " "
+        after = haystack[end] if end < len(haystack) and not cut else " "  # a head goes on
         if not (before.isalnum() and needle[0].isalnum()) and not (
             after.isalnum() and needle[-1].isalnum()
         ):
