@@ -1,9 +1,11 @@
 """A task folder survives a crash at any write: it reloads as a state some commit produced.
 
 A forked child runs a session (appends, prepares that mask and truncate, usage, a rollback) on a
-task folder and dies at the N-th write of a commit, deterministically: before the write, or in
-the middle of it (a torn write: half of the bytes, then death). Before each commit it logs the
-state that commit makes, and after it that the commit returned. The parent then reloads the
+task folder and is SIGKILLed at the N-th write of a commit, through the store's ``before_write``
+hook: before the write, or in the middle of it (a torn write: half of the bytes, then death).
+Nothing depends on scheduling: the session's clock is a counter, so the child makes exactly the
+writes the parent counted, and every crash point is reached. Before each commit the child logs
+the state that commit makes, and after it that the commit returned. The parent then reloads the
 folder: what loads must be the last returned commit or the one that was under way, and the
 session built on it must send a valid request.
 """
@@ -11,9 +13,11 @@ session built on it must send a valid request.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import random
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +70,12 @@ class Recording:
         self.inner.close()
 
 
+def new_session(store: Any) -> ContextSession:
+    """The workload's session: a small window, and a clock that ticks once per call."""
+    ticks = itertools.count(1_760_000_000_000, 1_000)
+    return ContextSession(20_000, store=store, mask_keep_recent=1, clock=lambda: next(ticks))
+
+
 def workload(session: ContextSession) -> None:
     """About 40 commits: tool turns with large outputs in a small window, usage, a rollback."""
     session.append({"role": "user", "content": "Task: refactor the service."})
@@ -96,7 +106,7 @@ def workload(session: ContextSession) -> None:
 
 
 def run_child(folder: Path, log: Path, crash_at: int, torn: bool) -> int:
-    """Run the workload in a forked child dying at write ``crash_at``; its exit status."""
+    """Run the workload in a forked child SIGKILLed at write ``crash_at``; its exit status."""
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         code = 0
@@ -119,10 +129,11 @@ def run_child(folder: Path, log: Path, crash_at: int, torn: bool) -> int:
                         if step == "history":  # in place, over the closing bracket
                             handle.seek(max(handle.tell() - 1, 0))
                         handle.write(b',{"role":"assistant","content":[{"ty')
-                os._exit(137)
+                        handle.flush()
+                os.kill(os.getpid(), signal.SIGKILL)
 
             inner.before_write = before_write
-            workload(ContextSession(20_000, store=Recording(inner, log), mask_keep_recent=1))
+            workload(new_session(Recording(inner, log)))
         except BaseException:
             code = 1
         os._exit(code)
@@ -134,7 +145,7 @@ def count_writes(tmp_path: Path) -> int:
     counted = {"n": 0}
     inner = TaskFolderStore(tmp_path / "count")
     inner.before_write = lambda step: counted.__setitem__("n", counted["n"] + 1)
-    workload(ContextSession(20_000, store=inner, mask_keep_recent=1))
+    workload(new_session(inner))
     return counted["n"]
 
 
@@ -148,7 +159,7 @@ def test_every_crash_reloads_a_committed_state(tmp_path: Path) -> None:
         for torn in (False, True):
             folder = tmp_path / f"crash-{crash_at}-{torn}"
             log = tmp_path / f"crash-{crash_at}-{torn}.log"
-            assert run_child(folder, log, crash_at, torn) == 137
+            assert run_child(folder, log, crash_at, torn) == -signal.SIGKILL  # killed, not done
             lines = log.read_text().split("\n") if log.exists() else []
             allowed = set()
             done = [line.split()[1] for line in lines if line.startswith("done")]
