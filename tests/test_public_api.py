@@ -12,6 +12,7 @@ EXPECTED = {
     "StorageError",
     "Synced",
     "TaskFolderStore",
+    "StepError",
     "TraceError",
     "usage_from_sdk",
     "model_window",

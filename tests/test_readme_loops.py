@@ -22,6 +22,7 @@ import pytest
 
 import windowkeeper
 from windowkeeper import ContextSession
+from windowkeeper.session._summary import summary_instruction
 
 from .doubles import AnthropicDouble, ApiDouble, OpenAIDouble, Reply, ToolCall
 
@@ -40,6 +41,7 @@ def readme_block(marker: str) -> str:
 
 ANTHROPIC_LOOP = readme_block("client = anthropic.Anthropic()")
 OPENAI_LOOP = readme_block("client = openai.OpenAI()")
+COMPACTING_LOOP = readme_block('summarize="in-band"')
 
 
 def as_async(code: str, call: str) -> str:
@@ -79,6 +81,21 @@ class Agent:
             for _ in range(self.random.randint(1, 3))
         )
         return Reply(text=f"Turn {turn}: reading.", tool_calls=calls)
+
+
+class SummarizingAgent(Agent):
+    """The model as above, which writes a summary when the last user message asks for one."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.summaries = 0
+        self.asked = summary_instruction(None).splitlines()[0]
+
+    def __call__(self, body: dict[str, Any], turn: int) -> Reply:
+        if self.asked in json.dumps(body["messages"][-1]):
+            self.summaries += 1
+            return Reply(text=f"Summary {self.summaries}: reading the modules for pagination.")
+        return super().__call__(body, turn - self.summaries)
 
 
 class Killed(BaseException):
@@ -208,6 +225,37 @@ def test_the_openai_loop(
         sent = len(api.exchanges)
         run_until_done(code, api, window, monkeypatch, asynchronous=asynchronous, seed=2)
         assert len(api.exchanges) == sent
+
+
+@pytest.mark.parametrize("window", [20_000, 40_000])
+def test_the_compacting_loop(window: int, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's loop with in-band compaction: summaries asked, folded, every request taken."""
+    prelude = ANTHROPIC_LOOP.split("session = ContextSession(")[0]
+    agent = SummarizingAgent(window)
+    with AnthropicDouble(window=window, script=agent) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+        run_until_done(
+            prelude + COMPACTING_LOOP, api, window, monkeypatch, asynchronous=False, seed=window + 7
+        )
+        check_the_task(api, workdir / "tasks" / "4321", window)
+        if window < 40_000:  # results of up to 3k tokens a turn can leap past the band
+            return
+        assert agent.summaries >= 1
+        asked = [e for e in api.accepted if agent.asked in json.dumps(e.body["messages"][-1])]
+        folded = [
+            e
+            for e in api.accepted
+            if len(e.body["messages"]) > 2 and "Summary 1:" in json.dumps(e.body["messages"][2])
+        ]
+        assert asked
+        assert folded, "a summary must reach the requests after it"
+        history = json.loads(
+            (workdir / "tasks" / "4321" / "api_conversation_history.json").read_text()
+        )
+        summaries = [m for m in history if "Summary 1:" in json.dumps(m.get("content"))]
+        sent_alone = [e for e in api.accepted for m in e.body["messages"] if m in summaries]
+        assert sent_alone == []  # the reply itself is never sent again
 
 
 def test_the_storage_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -81,6 +81,7 @@ __all__ = [
 
 HISTORY_FILE = "api_conversation_history.json"
 _STATE_VERSION = 1
+FOLDED_RESULT = "[windowkeeper: this result was folded into the summary that follows]"
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -294,7 +295,7 @@ class ContextSession:
         steps: Sequence[Step] | None = None,
         summarize: bool | Literal["in-band"] | Summarizer = False,
         keep_recent_tokens: int = 8_000,
-        in_band_at: float = 0.85,
+        in_band_at: float = 0.75,
     ) -> None:
         self._info = _window(context_window, model)
         if task_dir is not None and store is not None:
@@ -341,7 +342,7 @@ class ContextSession:
             if steps is not None
             else default_steps(mask_keep_recent, summarize=self._summarize)
         )
-        self._continued: tuple[str, Message] | None = None  # the continuation message, reused
+        self._continued: tuple[tuple[str, tuple[str, ...]], Message] | None = None
         self._shrink_target = shrink_target
         self._max_output_tokens = _count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
@@ -408,6 +409,37 @@ class ContextSession:
     def window(self, value: int | ContextWindowInfo) -> None:
         # A model switch: the next decision uses the new limit, as in the original.
         self._info = _window(value, None)
+
+    @property
+    def summarizing(self) -> bool:
+        """An in-band summary was asked for and its reply is not folded in yet.
+
+        True from the request with ``summary_requested`` until the model's next reply, while
+        the history ends with that request's turn or with a text-only assistant reply to it
+        (the summary, folded in or not yet): an agent loop then prepares again instead of
+        treating the reply as a final answer. Persisted, so a resumed loop knows it too.
+        """
+        pending = self._state.pending
+        if pending is None:
+            # folded already, but the summary is still the newest message: no answer yet
+            excluded = self._state.excluded
+            self._sync()
+            return bool(excluded) and excluded[-1] == len(self._history) - 1
+        self._sync()
+        history = self._history
+        if len(history) == pending[1]:
+            return True
+        if len(history) != pending[1] + 1:
+            return False
+        reply = history[pending[1]]
+        content = reply.get("content")
+        return reply.get("role") == "assistant" and (
+            isinstance(content, str)
+            or (
+                isinstance(content, list)
+                and all(isinstance(b, dict) and b.get("type") != "tool_use" for b in content)
+            )
+        )
 
     @property
     def manager(self) -> ContextManager:
@@ -746,11 +778,15 @@ class ContextSession:
         """
         state = self._state
         step = self._summarize
-        if step is None or state.pending is not None:
+        if step is None:
             return None
-        point = fold_point(view, visible_start(state.deleted_range), step.keep_recent_tokens)
-        if point is None:
-            return None
+        if state.pending is not None:  # asked before, no reply yet (a resumed loop): ask again
+            point = state.pending[0]
+        else:
+            found = fold_point(view, visible_start(state.deleted_range), step.keep_recent_tokens)
+            if found is None:
+                return None
+            point = found
         previous = state.folded[1] if state.folded is not None else None
         asked = with_instruction(messages, summary_instruction(previous))
         estimate = self._estimate(asked, system, tools, reserve)
@@ -857,13 +893,7 @@ class ContextSession:
                 self._noticed = (sent[1], placed[1])
         folded = self._state.folded
         if folded is not None and len(placed) > 2:
-            continued = self._continued
-            if continued is None or continued[0] != folded[1]:
-                continued = self._continued = (
-                    folded[1],
-                    {"role": "user", "content": [{"type": "text", "text": folded[1]}]},
-                )
-            placed = [*placed[:2], continued[1], *placed[2:]]
+            placed = [*placed[:2], self._continuation(folded[1], placed[1]), *placed[2:]]
         merged = self._merger.merge(placed)
         fixed = self._orphans.apply(merged)
         self._orphaned = (
@@ -876,6 +906,28 @@ class ContextSession:
             else ()
         )
         return fixed
+
+    def _continuation(self, text: str, first_answer: Message) -> Message:
+        """The user message that carries a fold's text, the same object while nothing changes.
+
+        It follows message 1, so it answers message 1's tool calls first (their results were
+        folded with the rest), as the API requires of the message after a tool call.
+        """
+        content = first_answer.get("content")
+        ids = tuple(
+            block["id"]
+            for block in (content if isinstance(content, list) else ())
+            if isinstance(block, dict) and block.get("type") == "tool_use" and "id" in block
+        )
+        known = self._continued
+        if known is None or known[0] != (text, ids):
+            results = [
+                {"type": "tool_result", "tool_use_id": tool_use_id, "content": FOLDED_RESULT}
+                for tool_use_id in ids
+            ]
+            message = {"role": "user", "content": [*results, {"type": "text", "text": text}]}
+            known = self._continued = ((text, ids), message)
+        return known[1]
 
     def _arrival_clips(self, view: list[Message]) -> list[Clip]:
         """Clips for results of the newest turn that alone would take more than their share.
