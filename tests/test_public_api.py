@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 
 import windowkeeper
 
 EXPECTED = {
+    "MessageInput",
+    "MessageLike",
+    "SystemPrompt",
+    "UsageInput",
     "SQLiteStore",
     "SessionStore",
     "StorageError",
@@ -94,10 +99,11 @@ class TestAll:
         assert set(windowkeeper.__all__) >= SPEC_NAMES
 
     def test_public_classes_say_they_live_in_the_package(self) -> None:
-        """Exported classes and functions come from windowkeeper's own modules."""
+        """Exported classes and functions come from windowkeeper's own modules (type aliases of
+        the typing module aside: ``MessageInput`` is ``Mapping[str, Any]``)."""
         for name in windowkeeper.__all__:
             value = getattr(windowkeeper, name)
-            if callable(value):
+            if isinstance(value, type) or inspect.isfunction(value):
                 assert value.__module__.startswith("windowkeeper"), name
 
     def test_version_is_a_string(self) -> None:

@@ -21,6 +21,7 @@ from ._version import __version__
 from .cline._compaction import Compaction, compact_conversation_for_context_window
 from .cline._manager import ContextManager, ContextResult, FileReadOptimization
 from .core._file_reads import ClineReadDetector, ReadDetector
+from .core._messages import MessageInput, SystemPrompt
 from .core._overwrites import CorruptStoreError, EditType, OverwriteStore, Update
 from .core._pairing import ensure_tool_results_follow_tool_use
 from .core._truncation import Keep
@@ -34,7 +35,7 @@ from .session._models import (
     lookup_model,
     model_window,
 )
-from .session._sdk import usage_from_sdk
+from .session._sdk import MessageLike, UsageInput, usage_from_sdk
 from .session._session import Checkpoint, ContextSession, Prepared, Synced
 from .session._tokens import CalibratedEstimator, TokenCounter
 from .storage import (
@@ -68,6 +69,8 @@ __all__ = [
     "LoadReport",
     "LoadStatus",
     "MalformedMessageError",
+    "MessageInput",
+    "MessageLike",
     "ModelInfo",
     "ModelTableError",
     "OverwriteStore",
@@ -78,6 +81,7 @@ __all__ = [
     "StepError",
     "StorageError",
     "Synced",
+    "SystemPrompt",
     "TaskFolderError",
     "TaskFolderStore",
     "TokenCounter",
@@ -85,6 +89,7 @@ __all__ = [
     "TraceError",
     "UnknownModelWarning",
     "Update",
+    "UsageInput",
     "Violation",
     "WindowkeeperError",
     "__version__",

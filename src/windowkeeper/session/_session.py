@@ -207,16 +207,17 @@ def _count_argument(name: str, value: Any) -> int:
     return value
 
 
-def _check_system(system: Any) -> None:
+def _check_system(system: Any) -> Any:
+    """``system`` checked: None, a string, or a sequence of text blocks (given back as a list)."""
     if system is None or isinstance(system, str):
-        return
-    if isinstance(system, list):
+        return system
+    if isinstance(system, Sequence) and not isinstance(system, bytes):
         for position, block in enumerate(system):
             if not isinstance(block, dict) or block.get("type") != "text":
                 raise MalformedMessageError(f"system[{position}]", "expected a text block")
             if not isinstance(block.get("text"), str):
                 raise MalformedMessageError(f"system[{position}].text", "expected a string")
-        return
+        return system if isinstance(system, list) else list(system)
     raise MalformedMessageError(
         "system", f"expected a string or a list of text blocks, got {type(system).__name__}"
     )
@@ -618,7 +619,7 @@ class ContextSession:
             raise MalformedMessageError("history", "no messages to send: append the task first")
         if system is None:
             system = openai_system
-        _check_system(system)
+        system = _check_system(system)
         if tools is not None and (
             isinstance(tools, str | bytes | Mapping)
             or not isinstance(tools, Sequence)
