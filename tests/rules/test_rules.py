@@ -89,7 +89,8 @@ class TestAnthropicRules:
 
     def test_request_level_checks(self) -> None:
         """A request that is not a list, or is empty, is reported by finish alone."""
-        assert [v.rule for v in validate_messages("text")] == ["malformed"]
+        not_a_list: Any = "text"
+        assert [v.rule for v in validate_messages(not_a_list)] == ["malformed"]
         assert [v.rule for v in validate_messages([])] == ["empty-content"]
         assert run_alone(_anthropic.EmptyContent(), _anthropic.Turns("text")) == []
 
@@ -120,7 +121,9 @@ def damaged_conversations(draw: st.DrawFn) -> list[Any]:
     for _ in range(draw(st.integers(0, 4))):
         index = draw(st.integers(0, len(messages) - 1))
         message = messages[index]
-        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(message, dict):  # broken before: break it again from a plain message
+            message = U("task")
+        content = message.get("content")
         blocks = list(content) if isinstance(content, list) else [T(str(content))]
         operation = draw(st.sampled_from(breakages))
         replaced: Any = message
