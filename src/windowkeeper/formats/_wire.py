@@ -35,6 +35,7 @@ from ..core._messages import Message, shared_prefix
 
 __all__ = [
     "ANTHROPIC_BLOCK_KEYS",
+    "EMPTIED",
     "EMPTY_MESSAGE_NOTICE",
     "OPENAI_MESSAGE_KEYS",
     "OPENAI_PART_KEYS",
@@ -48,6 +49,8 @@ __all__ = [
 
 EMPTY_MESSAGE_NOTICE = "[windowkeeper: this message had no content the provider accepts.]"
 """The text block of a message whose every block was dropped, or that was empty."""
+EMPTIED = "empty: replaced by a notice"
+"""The detail of the repair that gives a message that notice."""
 
 _TOOL_RESULT_KEYS = frozenset({"type", "tool_use_id", "content", "is_error", "cache_control"})
 _SERVER_RESULT_KEYS = frozenset({"type", "tool_use_id", "content", "cache_control"})
@@ -173,7 +176,7 @@ def anthropic_message(message: Message, path: str, repairs: list[Repair]) -> Mes
     if isinstance(content, str):
         if _has_text(content):
             return {"role": role, "content": content}
-        repairs.append(Repair(f"{path}.content", "empty: replaced by a notice"))
+        repairs.append(Repair(f"{path}.content", EMPTIED))
         return {"role": role, "content": [{"type": "text", "text": EMPTY_MESSAGE_NOTICE}]}
     blocks = []
     for position, block in enumerate(content if isinstance(content, list) else []):
@@ -181,7 +184,7 @@ def anthropic_message(message: Message, path: str, repairs: list[Repair]) -> Mes
         if shaped is not None:
             blocks.append(shaped)
     if not blocks:
-        repairs.append(Repair(f"{path}.content", "empty: replaced by a notice"))
+        repairs.append(Repair(f"{path}.content", EMPTIED))
         blocks.append({"type": "text", "text": EMPTY_MESSAGE_NOTICE})
     return {"role": role, "content": blocks}
 
@@ -235,10 +238,10 @@ def openai_message(message: Message, path: str, repairs: list[Repair]) -> Messag
         elif calls:
             shaped["content"] = None
         else:
-            repairs.append(Repair(f"{path}.content", "empty: replaced by a notice"))
+            repairs.append(Repair(f"{path}.content", EMPTIED))
             shaped["content"] = EMPTY_MESSAGE_NOTICE
     elif not content and not calls:
-        repairs.append(Repair(f"{path}.content", "empty: replaced by a notice"))
+        repairs.append(Repair(f"{path}.content", EMPTIED))
         shaped["content"] = EMPTY_MESSAGE_NOTICE
     elif role == "assistant" and calls and content is None:
         shaped["content"] = None

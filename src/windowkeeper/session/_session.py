@@ -45,7 +45,14 @@ from ..core._truncation import DeletedRange, check_range, visible_start
 from ..core._usage import TokenUsage
 from ..core._window import ContextWindowInfo, context_window_info
 from ..formats import from_anthropic, responses
-from ..formats._wire import Repair, WireShaper, anthropic_message, openai_message
+from ..formats._wire import (
+    EMPTIED,
+    EMPTY_MESSAGE_NOTICE,
+    Repair,
+    WireShaper,
+    anthropic_message,
+    openai_message,
+)
 from ..storage import Commit, SessionStore, TaskFolderStore
 from ._alternation import RoleMerger, merge_same_roles
 from ._clipping import MIN_KEPT_CHARS, Clip, ClipMemo, clippable_blocks
@@ -223,6 +230,32 @@ def _check_system(system: Any) -> Any:
     )
 
 
+class _EmptyMessages:
+    """How many messages of a request the wire will fill with a notice, counted for new ones only.
+
+    A message with nothing the provider accepts (empty or blank text, only dropped blocks) is
+    sent with a notice; the estimate must count that text, or a request at the limit goes over.
+    """
+
+    __slots__ = ("_running", "_seen")
+
+    def __init__(self) -> None:
+        self._seen = Seen()
+        self._running: list[int] = [0]  # _running[i]: such messages among the first i
+
+    def count(self, messages: Sequence[Message]) -> int:
+        done = self._seen.prefix(messages)
+        running = self._running
+        del running[done + 1 :]
+        for message in messages[done:]:
+            problems: list[Repair] = []
+            anthropic_message(message, "", problems)
+            empty = any(problem.detail == EMPTIED for problem in problems)
+            running.append(running[-1] + empty)
+        self._seen.remember(messages)
+        return running[-1]
+
+
 def _summarize_step(summarize: Any, keep_recent_tokens: Any) -> SummarizeTurns | None:
     keep = _count_argument("keep_recent_tokens", keep_recent_tokens)
     if summarize is False or summarize is None:
@@ -344,6 +377,7 @@ class ContextSession:
             else default_steps(mask_keep_recent, summarize=self._summarize)
         )
         self._continued: tuple[tuple[str, tuple[str, ...]], Message] | None = None
+        self._empties = _EmptyMessages()
         self._shrink_target = shrink_target
         self._max_output_tokens = _count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
@@ -860,7 +894,14 @@ class ContextSession:
         tools: Sequence[Mapping[str, Any]] | None,
         reserve: int,
     ) -> int:
-        return self._counter.count(messages, system=system, tools=tools) + reserve
+        counted = self._counter.count(messages, system=system, tools=tools) + reserve
+        noticed = self._empties.count(messages)
+        if noticed:  # the wire gives each a notice (see formats._wire): count it in
+            counter = self._counter
+            notice = [{"role": "user", "content": [{"type": "text", "text": EMPTY_MESSAGE_NOTICE}]}]
+            extra = counter.count(notice) - counter.count([{"role": "user", "content": ""}])
+            counted += noticed * max(extra, 0)
+        return counted
 
     def _measured(
         self,
