@@ -99,11 +99,6 @@ class TestImport:
         """A module that only some calls need is imported by those calls."""
         assert module not in imported
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="storage/_sqlite.py imports sqlite3 at module level and storage/__init__.py "
-        "imports it; the fix is there, and this mark goes with it",
-    )
     def test_no_sqlite3(self, imported: set[str]) -> None:
         """sqlite3 is loaded by the first SQLiteStore, not by the import."""
         assert "sqlite3" not in imported

@@ -7,12 +7,14 @@ task; not thread-safe; no singleton.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, cast
+from typing import TYPE_CHECKING, Any, Generic, cast
+
+if TYPE_CHECKING:
+    import logging
 
 from ..core._file_reads import (
     SAVINGS_THRESHOLD,
@@ -33,7 +35,13 @@ from ..storage import CONTEXT_HISTORY_FILE, LoadReport, atomic_write_text, load_
 
 __all__ = ["ContextManager", "ContextResult", "FileReadOptimization"]
 
-logger = logging.getLogger("windowkeeper")
+
+def _logger() -> logging.Logger:
+    """The "windowkeeper" logger, its module loaded on the first message (not by the import)."""
+    import logging  # noqa: PLC0415
+
+    return logging.getLogger("windowkeeper")
+
 
 TaskDir = str | os.PathLike[str] | None
 
@@ -98,7 +106,7 @@ class ContextManager:
         self.store, report = load_store(task_dir)
         self.last_load = report
         if not report.ok:
-            logger.warning(
+            _logger().warning(
                 "context history %s is %s (%s); starting with an empty store%s",
                 report.path,
                 report.status,
@@ -113,7 +121,7 @@ class ContextManager:
         try:
             atomic_write_text(path, self.store.to_json())
         except (OSError, ValueError) as error:
-            logger.error("failed to save context history to %s: %s", path, error)
+            _logger().error("failed to save context history to %s: %s", path, error)
             return False
         return True
 

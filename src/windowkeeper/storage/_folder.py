@@ -36,7 +36,6 @@ opened with ``O_NOFOLLOW`` or replaced by rename.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import stat
@@ -79,6 +78,8 @@ def encode_message(message: Message) -> bytes:
 
 
 def _digest(data: bytes) -> str:
+    import hashlib  # noqa: PLC0415  (a digest is taken on commit, not at import)
+
     return hashlib.sha256(data).hexdigest()
 
 

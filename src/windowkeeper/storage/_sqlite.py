@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite3
 
 from .._errors import ConfigurationError
 from ._folder import encode_message
@@ -65,6 +68,8 @@ class SQLiteStore:
         return f"sqlite:{self.path}#{self.task_id}"
 
     def _connect(self) -> sqlite3.Connection:
+        import sqlite3  # noqa: PLC0415  (loaded by the first store, not by import windowkeeper)
+
         if self._connection is None:
             try:
                 connection = sqlite3.connect(self.path, isolation_level=None, timeout=30)
@@ -77,6 +82,8 @@ class SQLiteStore:
         return self._connection
 
     def load(self) -> Snapshot | None:
+        import sqlite3  # noqa: PLC0415  (loaded by the first store, not by import windowkeeper)
+
         connection = self._connect()
         try:
             connection.execute("BEGIN")
@@ -103,6 +110,8 @@ class SQLiteStore:
         return Snapshot(version, history, store, json.loads(state))
 
     def commit(self, commit: Commit) -> int:
+        import sqlite3  # noqa: PLC0415  (loaded by the first store, not by import windowkeeper)
+
         connection = self._connect()
         rows = [
             (self.task_id, commit.keep + offset, encode_message(message).decode())
