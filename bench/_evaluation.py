@@ -9,10 +9,15 @@ from dataclasses import dataclass, field
 
 from _runner import (
     CLINE,
+    CLINE_CONDENSE,
     CLINE_RECORDED,
     LAST_TOKENS,
+    LC_SUMMARY,
     MASKING,
     WINDOWKEEPER,
+    WK_COMPACT,
+    WK_INBAND,
+    WK_LEDGER,
     Case,
     Run,
     WindowChoice,
@@ -44,6 +49,11 @@ LABELS = {
     LAST_TOKENS: "last N tokens (LangChain)",
     MASKING: "observation masking",
     CLINE_RECORDED: "cline, recorded usage (ref.)",
+    CLINE_CONDENSE: "cline auto-condense",
+    WK_COMPACT: "windowkeeper compaction, out-of-band",
+    WK_INBAND: "windowkeeper compaction, in-band",
+    WK_LEDGER: "windowkeeper compaction, ledger only",
+    LC_SUMMARY: "LangChain SummarizationMiddleware",
 }
 COLORS = {
     CLINE: "#1f77b4",
@@ -51,6 +61,11 @@ COLORS = {
     LAST_TOKENS: "#ff7f0e",
     MASKING: "#9467bd",
     CLINE_RECORDED: "#7f7f7f",
+    CLINE_CONDENSE: "#17becf",
+    WK_COMPACT: "#98df8a",
+    WK_INBAND: "#006400",
+    WK_LEDGER: "#bcbd22",
+    LC_SUMMARY: "#d62728",
 }
 
 

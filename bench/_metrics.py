@@ -16,7 +16,17 @@ request, what the policy sent and the replay's record of it, and it keeps:
   unchanged in the request; content a policy replaced (a notice, a placeholder, a clip) or hid
   counts as lost;
 - messages retained: history messages the request carries (hidden by no range; a message merged
-  into another or edited still counts), as a share of the history.
+  into another or edited still counts), as a share of the history;
+- summary calls: a request that asks for a summary inside the conversation (in-band: the
+  record says ``condense="summarize"``) is metered as any request, and its answer, the summary,
+  is billed as output at :data:`SUMMARY_OUTPUT`; a summary call made apart from the conversation
+  (out-of-band, :meth:`Meter.add_summary`) is billed as uncached input at 1.0 plus its output.
+  Either adds to the billed cost. Kept per call: the share of its input read from the cache,
+  and the share of its prefix (everything before its last user message, which carries the new
+  turn and the instruction) read from the cache, 0 for an out-of-band call;
+- task frontier (:mod:`_frontier`): from the first request at which the policy shrank the
+  history (``truncated``), whether each request carries the task, the latest user instruction
+  and every file edited so far.
 
 A request a policy refused to build (windowkeeper's ``ContextOverflowError``) sends nothing: it
 counts as over the window with the policy's estimate, and is left out of the other metrics.
@@ -31,15 +41,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from _frontier import Frontier, FrontierCheck
 from windowkeeper import validate_messages
 from windowkeeper.core._messages import Message
 from windowkeeper.session._tokens import image_tokens
 from windowkeeper.tools._replay import RequestRecord, Ruler, Sent
 
-__all__ = ["CACHE_READ", "CACHE_WRITE", "Meter", "Totals", "percentile"]
+__all__ = [
+    "CACHE_READ",
+    "CACHE_WRITE",
+    "SUMMARY_INPUT",
+    "SUMMARY_OUTPUT",
+    "Meter",
+    "Totals",
+    "percentile",
+]
 
 CACHE_WRITE = 1.25
 CACHE_READ = 0.1
+SUMMARY_OUTPUT = 5.0
+"""A summary's output tokens, priced against an input price of 1.0."""
+SUMMARY_INPUT = 1.0
+"""An out-of-band summary call's input: nothing reuses it, so it is sent without cache writes."""
 _PAIRING = frozenset({"tool-use-unanswered", "tool-result-unknown"})
 _BYTES_PER_TOKEN = 3  # the ruler's uncalibrated ratio, to weigh images with text
 
@@ -74,6 +97,16 @@ class Totals:
     times_ms: list[float] = field(default_factory=list)
     events: list[tuple[int, bool, int, float]] = field(default_factory=list)
     """Per sent request: (history length, truncated, file reads replaced, cache reuse)."""
+    summary_calls: int = 0
+    in_band_calls: int = 0
+    summary_input: int = 0  # input tokens of the summary calls
+    summary_output: int = 0  # their output tokens (the summaries)
+    summary_cost: float = 0.0  # what the summary calls add to ``cost``
+    summary_reuse: list[float] = field(default_factory=list)  # per call: input read from cache
+    prefix_reuse: list[float] = field(default_factory=list)
+    """Per call: the share of its prefix (all before its last user message) read from cache."""
+    compacted_at: int | None = None  # history length at the first request that shrank it
+    frontier: list[FrontierCheck] = field(default_factory=list)  # per request from then on
 
     @property
     def tokens_sent(self) -> int:
@@ -90,6 +123,21 @@ class Totals:
     @property
     def mean_messages(self) -> float:
         return statistics.fmean(self.messages) if self.messages else 0.0
+
+    @property
+    def mean_summary_reuse(self) -> float | None:
+        return statistics.fmean(self.summary_reuse) if self.summary_reuse else None
+
+    @property
+    def mean_prefix_reuse(self) -> float | None:
+        return statistics.fmean(self.prefix_reuse) if self.prefix_reuse else None
+
+    def frontier_share(self, item: str = "whole") -> float | None:
+        """The share of requests since the first shrink carrying ``item`` ("task",
+        "instruction", "files" or "whole"), None when the policy never shrank."""
+        if not self.frontier:
+            return None
+        return sum(bool(getattr(check, item)) for check in self.frontier) / len(self.frontier)
 
 
 def _utf8(text: str) -> int:
@@ -165,6 +213,7 @@ class Meter:
         self._history_counts: Counter[str] = Counter()
         self._history_bytes = 0
         self._seen = 0
+        self._frontier = Frontier()
 
     def add(
         self,
@@ -174,8 +223,10 @@ class Meter:
         *,
         retained_messages: int | None = None,
         elapsed_ms: float | None = None,
+        summary_output: int | None = None,
     ) -> None:
-        """Measure one request: ``history`` is the full history up to it."""
+        """Measure one request: ``history`` is the full history up to it; ``summary_output``,
+        for a request that asks for a summary in-band, the tokens of the summary it got."""
         totals = self.totals
         totals.requests += 1
         totals.truncations += record.truncated
@@ -208,6 +259,19 @@ class Meter:
         totals.reuse.append(reuse)
         totals.events.append((record.index, record.truncated, record.replaced_reads, reuse))
         totals.cost += CACHE_READ * prefix_tokens + CACHE_WRITE * (tokens - prefix_tokens)
+        if summary_output is not None:
+            totals.in_band_calls += 1
+            totals.summary_input += tokens
+            stream = CACHE_READ * prefix_tokens + CACHE_WRITE * (tokens - prefix_tokens)
+            self._summary(summary_output, reuse, stream, input_billed=True)
+            before_last = self.ruler.count(messages[:-1], system=self.system)
+            totals.prefix_reuse.append(
+                min(1.0, prefix_tokens / before_last) if before_last else 0.0
+            )
+        if record.truncated and totals.compacted_at is None:
+            totals.compacted_at = record.index
+        if totals.compacted_at is not None:
+            totals.frontier.append(self._frontier.check(history, messages))
         # provider rules
         violations = validate_messages(messages)
         totals.violations += len(violations)
@@ -237,6 +301,25 @@ class Meter:
             else retained_messages
         )
         totals.messages.append(carried / len(history) if history else 1.0)
+
+    def add_summary(self, input_tokens: int, output_tokens: int) -> None:
+        """Meter a summary call made apart from the conversation (nothing of it cached)."""
+        self.totals.summary_input += input_tokens
+        self._summary(output_tokens, 0.0, SUMMARY_INPUT * input_tokens, input_billed=False)
+        self.totals.prefix_reuse.append(0.0)
+
+    def _summary(
+        self, output_tokens: int, reuse: float, input_cost: float, *, input_billed: bool
+    ) -> None:
+        """Count one summary call; ``input_billed``: its input is already in ``cost`` (a
+        request of the conversation), so only the output is added there."""
+        totals = self.totals
+        output_cost = SUMMARY_OUTPUT * output_tokens
+        totals.summary_calls += 1
+        totals.summary_output += output_tokens
+        totals.summary_cost += input_cost + output_cost
+        totals.cost += output_cost if input_billed else input_cost + output_cost
+        totals.summary_reuse.append(reuse)
 
 
 def _carried(length: int, deleted_range: tuple[int, int] | None) -> int:

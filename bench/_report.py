@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from _compaction_report import format_compaction
 from _evaluation import BREAK, HEADLINE, Evaluation
 from _findings import format_findings
 from _tables import format_overhead, format_trace_overview, format_trace_table
@@ -48,6 +49,10 @@ def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
         " OpenHands' `ObservationMaskingCondenser`: tool outputs older than the last 10 replaced by"
         " `Old environment output: (N lines omitted)`, then the original's truncation"
         " (half / quarter) when the ruler says the request is still over `max_allowed_size`.",
+        "- **the compaction policies** (cline auto-condense, windowkeeper compaction out-of-band,"
+        " in-band and ledger only, LangChain SummarizationMiddleware): see"
+        " [Compaction](#compaction); in the tables below, their billed cost includes the"
+        " summary calls.",
         "",
         "Both peers hold tool results as tool messages, as their frameworks do: Cline's"
         " `[tool for 'x'] Result:` text results are placed into tool_result blocks first (the"
@@ -119,7 +124,9 @@ def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
     ]
     out += format_overhead(evaluation)
     out += ["", *_plot(plots, "bench-overhead.png")]
-    out += ["## Every trace", "", provenance, ""]
+    out += ["## Compaction", "", provenance, ""]
+    out += format_compaction(evaluation)
+    out += ["", "## Every trace", "", provenance, ""]
     out += format_trace_overview(evaluation)
     out += [
         "",

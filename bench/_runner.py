@@ -5,6 +5,14 @@ three Cline task folders, the Roo Code export, two SWE-agent trajectories) and t
 conversation; :func:`windows_for` picks the windows a trace is replayed at; :func:`run` replays
 one trace at one window under one policy and returns what :class:`~_metrics.Meter` measured,
 with the time of each of the policy's per-request calls.
+
+Policies that summarize make more than one request at some points (the ask for a summary, then
+the continuation): each is metered with its own record. The summaries themselves are billed
+as :mod:`_metrics` says; the time spent writing the scripted summaries (the model's part) is
+left out of the per-request times. ``windowkeeper-inband`` is evaluated only when this
+windowkeeper's ``prepare()`` asks for summaries in-band (:data:`~_compaction.IN_BAND`), and the
+LangChain summarization peer only when ``langchain`` is installed (:data:`SKIPPED` says why a
+policy was left out).
 """
 
 from __future__ import annotations
@@ -12,11 +20,13 @@ from __future__ import annotations
 import gc
 import math
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _compaction import IN_BAND, SessionPolicy, Summaries
 from _metrics import Meter, Totals
 from _peers import LastTokensPolicy, MaskingPolicy
 from _roo import load_roo_export
@@ -26,18 +36,28 @@ from windowkeeper.cline._task import ApiRequest
 from windowkeeper.core._messages import Message
 from windowkeeper.tools._demo import demo_conversation
 from windowkeeper.tools._replay import (
+    ClineCondensePolicy,
     ClinePolicy,
+    CondenseStep,
     Policy,
     Replayer,
     Ruler,
+    Sent,
     WindowkeeperPolicy,
     request_points,
 )
 from windowkeeper.tools._trace import load_trace
 
+try:
+    from _lc_summary import SummarizationPolicy
+except ImportError:  # langchain (with langgraph) is not installed, only langchain-core
+    SummarizationPolicy = None  # type: ignore[assignment,misc]
+
 __all__ = [
+    "COMPACTION",
     "NOMINAL_WINDOWS",
     "POLICIES",
+    "SKIPPED",
     "Case",
     "Run",
     "WindowChoice",
@@ -59,7 +79,27 @@ CLINE_RECORDED = "cline (recorded usage)"
 WINDOWKEEPER = "windowkeeper"
 LAST_TOKENS = "last-tokens"
 MASKING = "masking"
-POLICIES = (CLINE, WINDOWKEEPER, LAST_TOKENS, MASKING, CLINE_RECORDED)
+CLINE_CONDENSE = "cline-condense"
+WK_COMPACT = "windowkeeper-compact"
+WK_LEDGER = "windowkeeper-ledger"
+WK_INBAND = "windowkeeper-inband"
+LC_SUMMARY = "langchain-summarization"
+SKIPPED: dict[str, str] = {}
+"""Policies left out of this run, and why."""
+if not IN_BAND:
+    SKIPPED[WK_INBAND] = (
+        "this windowkeeper's `Prepared` has no `summary_requested` field yet (in-band"
+        " compaction is not there)"
+    )
+if SummarizationPolicy is None:
+    SKIPPED[LC_SUMMARY] = "`langchain` (with langgraph) is not installed, only langchain-core"
+COMPACTION = tuple(
+    policy
+    for policy in (CLINE_CONDENSE, WK_COMPACT, WK_INBAND, WK_LEDGER, LC_SUMMARY)
+    if policy not in SKIPPED
+)
+"""The policies that summarize (or fold into a ledger) instead of only hiding turns."""
+POLICIES = (CLINE, WINDOWKEEPER, LAST_TOKENS, MASKING, CLINE_RECORDED, *COMPACTION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +141,7 @@ class Run:
     totals: Totals
     parts_ms: dict[str, list[float]]
     store_entries: int | None = None  # edited messages in the policy's store at the end
+    steps: Counter[str] = field(default_factory=Counter)  # a session's actions, by step
 
 
 def make_case(
@@ -179,6 +220,21 @@ def _policy(name: str, info: ContextWindowInfo, counter: Ruler, system: Any) -> 
         return LastTokensPolicy(info, system=system)
     if name == MASKING:
         return MaskingPolicy(info, system=system)
+    if name == CLINE_CONDENSE:
+        summaries = Summaries(Ruler(), timed=False)  # the model answers outside the timed call
+        policy = ClineCondensePolicy(
+            info, summarizer=summaries.for_messages, counter=counter, system=system
+        )
+        policy.summaries = summaries  # type: ignore[attr-defined]
+        return policy
+    if name == WK_COMPACT:
+        return SessionPolicy(info, "out-of-band", counter=counter, system=system)
+    if name == WK_LEDGER:
+        return SessionPolicy(info, "ledger", counter=counter, system=system)
+    if name == WK_INBAND:
+        return SessionPolicy(info, "in-band", counter=counter, system=system)
+    if name == LC_SUMMARY and SummarizationPolicy is not None:
+        return SummarizationPolicy(info, system=system)
     raise ValueError(f"unknown policy {name!r}")
 
 
@@ -193,8 +249,12 @@ def _install_clocks(policy: Policy, counter: Ruler) -> tuple[_Clock, dict[str, _
     timed apart.
     """
     call = _Clock()
-    if isinstance(policy, ClinePolicy):
+    if isinstance(policy, ClinePolicy | ClineCondensePolicy):
         call.wrap(policy.manager, "get_new_context_messages_and_metadata")
+        return call, {}
+    if isinstance(policy, SessionPolicy):
+        for method in ("extend", "record_usage", "prepare", "append"):
+            call.wrap(policy.session, method)
         return call, {}
     if isinstance(policy, WindowkeeperPolicy):
         parts = {"original algorithm": _Clock(), "estimates": _Clock()}
@@ -242,18 +302,47 @@ def run(
         window=choice.window, limit=choice.info.max_allowed_size, ruler=ruler, system=case.system
     )
     gc.collect()
+    summaries: Summaries | None = getattr(policy, "summaries", None)
+    model = getattr(policy, "model", None)  # the LangChain peer's fake chat model
+    prompts = Ruler()  # its own: the meter's ruler counts the requests incrementally
     for length in request_points(history):
         if upto is not None and length > upto:
             break
-        sent, record = replayer.request(length)
+        first = len(replayer.records)
+        sent, _ = replayer.request(length)
         elapsed = call.take()
+        in_band: list[int] = []
+        out_of_band: list[tuple[int, int]] = []
+        if summaries is not None:
+            in_band, out_of_band, model_ms = summaries.take()
+            elapsed -= model_ms
+        elif model is not None:
+            out_of_band = [
+                (prompts.count([{"role": "user", "content": prompt}]), _answer(prompts, summary))
+                for prompt, summary in model.calls
+            ]
+            model.calls.clear()
+            elapsed -= model.model_ms
+            model.model_ms = 0.0
         for name, clock in parts.items():
             part_times[name].append(clock.take())
         if measure:
             retained = getattr(policy, "retained_messages", None)
-            meter.add(
-                history[:length], sent, record, retained_messages=retained, elapsed_ms=elapsed
-            )
+            current: Sent | None = sent
+            for record in replayer.records[first:]:  # the request, then its follow-ups
+                assert current is not None
+                output = in_band.pop(0) if record.condense is CondenseStep.SUMMARIZE else None
+                meter.add(
+                    history[:length],
+                    current,
+                    record,
+                    retained_messages=retained,
+                    elapsed_ms=elapsed if current is sent else None,
+                    summary_output=output,
+                )
+                current = current.follow_up
+            for input_tokens, output_tokens in out_of_band:
+                meter.add_summary(input_tokens, output_tokens)
         else:
             meter.totals.times_ms.append(elapsed)
             meter.totals.lengths.append(length)
@@ -262,4 +351,9 @@ def run(
     if session is not None:
         manager = session.manager
     entries = len(manager.store) if manager is not None else None
-    return Run(case.name, policy_name, choice, meter.totals, part_times, entries)
+    steps = Counter(getattr(policy, "steps", {}))
+    return Run(case.name, policy_name, choice, meter.totals, part_times, entries, steps)
+
+
+def _answer(ruler: Ruler, text: str) -> int:
+    return ruler.count([{"role": "assistant", "content": text}])

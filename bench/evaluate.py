@@ -3,7 +3,9 @@
 Run with ``make bench`` (which installs the bench-only extra, langchain-core, first) or
 ``.venv/bin/python bench/evaluate.py``. It replays every trace of ``../shared/corpus/raw`` (the
 traces missing there are skipped) and the demo conversation under cline, windowkeeper, LangChain's
-``trim_messages`` and observation masking at three windows; times each policy's per-request call
+``trim_messages`` and observation masking, and the compaction policies (cline's auto-condense,
+windowkeeper's compaction in three shapes, LangChain's ``SummarizationMiddleware``; see
+``bench/_compaction_report.py``) at three windows; times each policy's per-request call
 on the 443-message trace and on a generated 5,000-message session; and writes
 ``docs/benchmarks.md`` and ``docs/bench-*.png``. The traces are read where they are, never
 copied. Options: ``--docs DIR`` writes elsewhere; ``--rounds N`` sets the timing replays per
