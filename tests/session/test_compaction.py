@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from pathlib import Path
@@ -314,3 +315,42 @@ class TestInBand:
                 return
             session.extend(_turn(turn))
         pytest.fail("no summary was requested")
+
+
+class TestAsyncSummarizer:
+    def test_aprepare_awaits_the_summarizer(self) -> None:
+        calls: list[SummaryRequest] = []
+
+        async def summarizer(request: SummaryRequest) -> str:
+            calls.append(request)
+            await asyncio.sleep(0)
+            return f"ASYNC SUMMARY {len(calls)}"
+
+        session = _session(summarize=summarizer, keep_recent_tokens=3_000)
+        session.extend([TASK, FIRST, {"role": "user", "content": "Begin."}])
+
+        async def loop() -> list[Any]:
+            prepared = []
+            for turn in range(30):
+                request = await session.aprepare(max_output_tokens=1_000)
+                assert true_tokens(request.messages) + 1_000 <= request.max_allowed_size
+                prepared.append(request)
+                session.record_usage(
+                    TokenUsage(tokens_in=true_tokens(request.messages), tokens_out=40)
+                )
+                session.extend(_turn(turn))
+            return prepared
+
+        prepared = asyncio.run(loop())
+        assert calls
+        assert "ASYNC SUMMARY" in (_continuation(prepared[-1]) or "")
+        folds = sum(1 for p in prepared for a in p.actions if a.step == "summarize")
+        assert folds == len(calls)  # each awaited summary made one fold, no request twice
+
+    def test_prepare_with_an_async_summarizer_says_to_await(self) -> None:
+        async def summarizer(request: SummaryRequest) -> str:
+            return "never"
+
+        session = _session(summarize=summarizer, keep_recent_tokens=3_000)
+        with pytest.raises(ConfigurationError, match="aprepare"):
+            _run(session, 30)

@@ -62,7 +62,13 @@ from ._native_reads import NativeReadDetector
 from ._native_results import ResultPlacer
 from ._openai_history import OpenAIHistory, OpenAIShaper
 from ._sdk import MessageLike, UsageInput, message_from_sdk, usage_from_sdk
-from ._summary import Summarizer, continuation, summary_instruction, with_instruction
+from ._summary import (
+    AsyncSummarizer,
+    Summarizer,
+    continuation,
+    summary_instruction,
+    with_instruction,
+)
 from ._tokens import CalibratedEstimator, TokenCounter
 from ._tool_ids import UniqueToolIds
 from .steps import (
@@ -71,6 +77,7 @@ from .steps import (
     ReplaceDuplicateReads,
     Step,
     SummarizeTurns,
+    SummaryNeeded,
     default_steps,
     fold_point,
     newest_turn,
@@ -327,7 +334,7 @@ class ContextSession:
         format: Literal["anthropic", "openai", "responses"] = "anthropic",
         clock: Callable[[], int] | None = None,
         steps: Sequence[Step] | None = None,
-        summarize: bool | Literal["in-band"] | Summarizer = False,
+        summarize: bool | Literal["in-band"] | Summarizer | AsyncSummarizer = False,
         keep_recent_tokens: int = 8_000,
         in_band_at: float = 0.75,
     ) -> None:
@@ -378,6 +385,7 @@ class ContextSession:
         )
         self._continued: tuple[tuple[str, tuple[str, ...]], Message] | None = None
         self._empties = _EmptyMessages()
+        self._awaiting = False  # inside aprepare: an async summarizer's request is awaited there
         self._shrink_target = shrink_target
         self._max_output_tokens = _count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
@@ -668,12 +676,48 @@ class ContextSession:
         store.open_journal()
         try:
             prepared = self._prepare(system, tools, reserve)
-        except BaseException:
+        except BaseException as error:
             store.undo_journal()
             self._state = before
+            if isinstance(error, SummaryNeeded) and not self._awaiting:
+                raise ConfigurationError(
+                    "summarize= is an async summarizer: call aprepare(), not prepare()"
+                ) from None
             raise
         store.close_journal()
         return prepared
+
+    async def aprepare(
+        self,
+        *,
+        system: SystemPrompt | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_output_tokens: int | None = None,
+    ) -> Prepared:
+        """:meth:`prepare` for a session whose ``summarize=`` is an async summarizer.
+
+        When a fold needs a summary, the summarizer is awaited and the request prepared again
+        with it (the first attempt leaves the session as it was). Same result as ``prepare`` for
+        any other session.
+        """
+        step = self._summarize
+        for _attempt in range(2):  # the second attempt has the summary it asked for
+            self._awaiting = True
+            try:
+                return self.prepare(system=system, tools=tools, max_output_tokens=max_output_tokens)
+            except SummaryNeeded as needed:
+                request = needed.request
+            finally:
+                self._awaiting = False
+            assert step is not None
+            assert step.summarizer is not None
+            try:
+                summary = await step.summarizer(request)  # type: ignore[misc]
+            except Exception as error:  # no summary: the ledger stands in
+                step.last_error = error
+                summary = None
+            step.ready = (request.messages, summary if isinstance(summary, str) else None)
+        raise AssertionError("unreachable: the second attempt had its summary")  # pragma: no cover
 
     def _prepare(
         self, system: Any, tools: Sequence[Mapping[str, Any]] | None, reserve: int

@@ -13,7 +13,7 @@ from ._hide_turns import HideOldTurns
 from ._mask_outputs import MaskOldOutputs
 from ._protocol import Action, Draft, Step, newest_turn
 from ._runner import run_steps
-from ._summarize import SummarizeTurns, fold_point
+from ._summarize import SummarizeTurns, SummaryNeeded, fold_point, is_async_summarizer
 
 __all__ = [
     "Action",
@@ -24,8 +24,10 @@ __all__ = [
     "ReplaceDuplicateReads",
     "Step",
     "SummarizeTurns",
+    "SummaryNeeded",
     "default_steps",
     "fold_point",
+    "is_async_summarizer",
     "newest_turn",
     "run_steps",
 ]

@@ -9,16 +9,39 @@ rewritten: the fold is the deleted range plus the continuation text, both persis
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from ...core._messages import Message
 from ...core._truncation import visible_start
 from .._ledger import build_ledger
-from .._summary import Summarizer, SummaryRequest, continuation, summary_instruction
+from .._summary import (
+    AsyncSummarizer,
+    Summarizer,
+    SummaryRequest,
+    continuation,
+    summary_instruction,
+)
 from ._protocol import Action, Draft, newest_turn
 
-__all__ = ["SummarizeTurns", "fold_point"]
+__all__ = ["SummarizeTurns", "SummaryNeeded", "fold_point", "is_async_summarizer"]
+
+
+class SummaryNeeded(Exception):  # noqa: N818 - a signal between the step and aprepare, not an error
+    """Raised by the step for an async summarizer: ``aprepare`` awaits it, then prepares again."""
+
+    def __init__(self, request: SummaryRequest) -> None:
+        super().__init__("an async summarizer must be awaited: use aprepare")
+        self.request = request
+
+
+def is_async_summarizer(summarizer: Any) -> bool:
+    """Whether calling ``summarizer`` gives an awaitable (an ``async def`` function or method)."""
+    call = getattr(summarizer, "__call__", None)  # noqa: B004 - a callable object's own method
+    return inspect.iscoroutinefunction(summarizer) or inspect.iscoroutinefunction(call)
+
 
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 
@@ -86,11 +109,17 @@ class SummarizeTurns:
     repeats = False
 
     def __init__(
-        self, summarizer: Summarizer | None = None, *, keep_recent_tokens: int = 8_000
+        self,
+        summarizer: Summarizer | AsyncSummarizer | None = None,
+        *,
+        keep_recent_tokens: int = 8_000,
     ) -> None:
         self.summarizer = summarizer
         self.keep_recent_tokens = keep_recent_tokens
         self.last_error: BaseException | None = None  # what the summarizer raised last, if it did
+        self.is_async = is_async_summarizer(summarizer)
+        # aprepare's awaited answer for one request: (the request's messages, the summary)
+        self.ready: tuple[tuple[Message, ...], str | None] | None = None
 
     def apply(self, draft: Draft) -> Action | None:
         if draft.estimate <= draft.target or not draft.may_fold:
@@ -111,12 +140,19 @@ class SummarizeTurns:
                 instruction=summary_instruction(previous),
                 ledger=ledger,
             )
-            try:
-                summary = self.summarizer(request)
-            except Exception as error:  # any failure means "no summary": the ledger stands in
-                self.last_error = error
-                summary = None
-            if not isinstance(summary, str) or not summary.strip():
+            if self.is_async:
+                ready, self.ready = self.ready, None
+                if ready is None or ready[0] != folded:
+                    raise SummaryNeeded(request)
+                summary = ready[1]
+            else:
+                try:
+                    answer: object = self.summarizer(request)
+                except Exception as error:  # any failure means "no summary": the ledger stands in
+                    self.last_error = error
+                    answer = None
+                summary = answer if isinstance(answer, str) else None
+            if summary is None or not summary.strip():
                 summary = None
         draft.fold((2, point - 1), continuation(summary, ledger))
         return Action(
