@@ -13,6 +13,7 @@
     ├── CorruptStoreError (+ ValueError)        context_history.json not in the original's layout (overwrites)
     ├── ModelTableError (+ ValueError)          a model table entry that cannot be read (models)
     ├── TraceError (+ ValueError)               an input the command cannot read as a trace (trace)
+    ├── PlotUnavailableError (+ ImportError)    --plot without matplotlib installed (tools)
     ├── StorageError (+ OSError)                a backend could not read or write; nothing half-written (storage)
     ├── ConcurrentUpdateError                   another writer committed to the task first (storage)
     └── UnknownModelWarning (+ UserWarning)     a model id no table knows: 128 000 tokens assumed (models)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from .._errors import MalformedMessageError, TaskFolderError
+from .._errors import ConfigurationError, MalformedMessageError, TaskFolderError
 from ..cline._task import ApiRequest
 from ..core._messages import Message
 from ..core._usage import TokenUsage
@@ -199,7 +199,7 @@ def in_file_order(unknown: Iterable[Unknown], name: str) -> tuple[Unknown, ...]:
 def check_compaction(compaction: str) -> None:
     """Refuse a compaction mode other than ``"last"`` and ``"keep"``."""
     if compaction not in COMPACTION_MODES:
-        raise ValueError(f"compaction must be 'last' or 'keep', got {compaction!r}")
+        raise ConfigurationError(f"compaction must be 'last' or 'keep', got {compaction!r}")
 
 
 # -- values ----------------------------------------------------------------------------------
