@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from windowkeeper import ConfigurationError, ContextSession, TokenUsage, validate_messages
-from windowkeeper.session._ledger import LEDGER_HEADING
+from windowkeeper.session._ledger import LEDGER_HEADING, build_ledger
 from windowkeeper.session._summary import SummaryRequest
 from windowkeeper.session.steps import SummarizeTurns, default_steps
+from windowkeeper.session.steps._summarize import LedgerUpTo
 
 from .test_session import Clock, ExactCounter, true_tokens
 
@@ -354,3 +355,21 @@ class TestAsyncSummarizer:
         session = _session(summarize=summarizer, keep_recent_tokens=3_000)
         with pytest.raises(ConfigurationError, match="aprepare"):
             _run(session, 30)
+
+
+class TestLedgerUpTo:
+    @pytest.mark.parametrize("ends", [[5, 9, 9, 20, 41], [30, 12, 25], [41, 3, 41]])
+    def test_equals_building_from_scratch(self, ends: list[int]) -> None:
+        history = [TASK, FIRST, {"role": "user", "content": "Begin."}]
+        for turn in range(19):
+            history += _turn(turn)
+        ledgers = LedgerUpTo()
+        for end in ends:
+            assert ledgers.ledger(history, end) == build_ledger(history, end)
+
+    def test_a_changed_history_starts_over(self) -> None:
+        history = [TASK, FIRST, {"role": "user", "content": "Begin."}, *_turn(0), *_turn(1)]
+        ledgers = LedgerUpTo()
+        ledgers.ledger(history, len(history))
+        edited = [*history[:3], *_turn(7)]
+        assert ledgers.ledger(edited, len(edited)) == build_ledger(edited)

@@ -56,7 +56,6 @@ from ..formats._wire import (
 from ..storage import Commit, SessionStore, TaskFolderStore
 from ._alternation import RoleMerger, merge_same_roles
 from ._clipping import MIN_KEPT_CHARS, Clip, ClipMemo, clippable_blocks
-from ._ledger import build_ledger
 from ._models import model_window
 from ._native_reads import NativeReadDetector
 from ._native_results import ResultPlacer
@@ -908,7 +907,9 @@ class ContextSession:
             return None
         start = visible_start(current)
         self._set_range((2, point - 1))
-        state.folded = (point - 1, continuation(text, build_ledger(history, point)))
+        assert self._summarize is not None  # in-band folds come with a summarize step
+        ledger = self._summarize.ledgers.ledger(history, point)
+        state.folded = (point - 1, continuation(text, ledger))
         state.excluded = (*state.excluded, length)
         state.folds += 1
         state.folded_at = state.requests

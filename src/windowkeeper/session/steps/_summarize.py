@@ -14,9 +14,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ...core._incremental import Seen
 from ...core._messages import Message
 from ...core._truncation import visible_start
-from .._ledger import build_ledger
+from .._ledger import Ledger, LedgerBuilder
 from .._summary import (
     AsyncSummarizer,
     Summarizer,
@@ -95,6 +96,30 @@ def fold_point(view: Sequence[Message], start: int, keep_recent_tokens: int) -> 
     return None
 
 
+class LedgerUpTo:
+    """The ledger of the first messages of a growing history, fed only what is new each time.
+
+    Folds only move forward (each ends later than the last), so the builder reads the messages
+    between two folds once; after the history changed below what it read (a rollback, a
+    sync that cut it), it starts over.
+    """
+
+    __slots__ = ("_builder", "_seen")
+
+    def __init__(self) -> None:
+        self._builder = LedgerBuilder()
+        self._seen = Seen()
+
+    def ledger(self, history: Sequence[Message], end: int) -> Ledger:
+        """The ledger of ``history[:end]``."""
+        builder = self._builder
+        if self._seen.prefix(history) < builder.count or end < builder.count:
+            builder = self._builder = LedgerBuilder()
+        builder.extend(history[builder.count : end])
+        self._seen.remember(history)
+        return builder.ledger()
+
+
 class SummarizeTurns:
     """Fold the older visible turns into a continuation, once a request, before any hiding.
 
@@ -120,6 +145,7 @@ class SummarizeTurns:
         self.is_async = is_async_summarizer(summarizer)
         # aprepare's awaited answer for one request: (the request's messages, the summary)
         self.ready: tuple[tuple[Message, ...], str | None] | None = None
+        self.ledgers = LedgerUpTo()
 
     def apply(self, draft: Draft) -> Action | None:
         if draft.estimate <= draft.target or not draft.may_fold:
@@ -131,7 +157,7 @@ class SummarizeTurns:
             return None
         previous = draft.continuation
         folded = tuple(view[max(start, 2) : point])
-        ledger = build_ledger(draft.history, point)
+        ledger = self.ledgers.ledger(draft.history, point)
         summary = None
         if self.summarizer is not None:
             request = SummaryRequest(
