@@ -14,6 +14,7 @@ import signal
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -253,8 +254,42 @@ class TestLoad:
 # -- crash safety ---------------------------------------------------------------------------------
 
 
-def _crash_writer(folder: str) -> None:
-    """Resume from the saved store and keep growing it, saving after every update."""
+def _die_at(calls: int, stage: str) -> None:
+    """In a forked writer: SIGKILL this process at the ``calls``-th write, at ``stage`` of it.
+
+    ``"written"``: the temporary file holds the data, not yet renamed (it is left behind);
+    ``"renaming"``: just before the rename; ``"renamed"``: just after it, before the folder's
+    fsync. The crash point is chosen by the parent, never by scheduling.
+    """
+    count = {"n": 0}
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def kill() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def fsync(descriptor: int) -> None:
+        real_fsync(descriptor)
+        if stage == "written" and stat.S_ISREG(os.fstat(descriptor).st_mode):
+            count["n"] += 1
+            if count["n"] == calls:
+                kill()
+
+    def replace(source: Any, target: Any) -> None:
+        if stage != "written":
+            count["n"] += 1
+            if count["n"] == calls and stage == "renaming":
+                kill()
+        real_replace(source, target)
+        if stage == "renamed" and count["n"] == calls:
+            kill()
+
+    os.fsync = fsync  # type: ignore[assignment]
+    os.replace = replace  # type: ignore[assignment]
+
+
+def _crash_writer(folder: str, calls: int, stage: str) -> None:
+    """Resume from the saved store and keep growing it, saving after every update, until killed."""
+    _die_at(calls, stage)
     manager = ContextManager()
     report = manager.initialize_context_history(folder)
     if not report.ok:
@@ -285,23 +320,25 @@ def _concurrent_writer(folder: str, tag: str, saves: int) -> None:
 class TestCrashSafety:
     """Whatever moment a writer dies at, the file on disk is a whole store it meant to write."""
 
-    def test_sigkill_at_random_moments(self, tmp_path: Path) -> None:
-        """200 writers killed at random: the file always loads as one of their stores."""
+    def test_sigkill_at_chosen_moments(self, tmp_path: Path) -> None:
+        """200 writers killed inside their N-th write: the file always loads as one of their stores."""
         expected = {a_store(count).to_json(): count for count in range(CAP + 1)}
         context = multiprocessing.get_context("fork")
         chance = random.Random(20240611)
         seen: set[int] = set()
-        for _ in range(CRASH_ITERATIONS):
-            writer = context.Process(target=_crash_writer, args=(str(tmp_path),), daemon=True)
+        stages = ("written", "renaming", "renamed")
+        for iteration in range(CRASH_ITERATIONS):
+            stage = stages[iteration % 3]
+            calls = chance.randint(1, 40)
+            writer = context.Process(
+                target=_crash_writer, args=(str(tmp_path), calls, stage), daemon=True
+            )
             writer.start()
-            time.sleep(chance.uniform(0.0, 0.03))
-            assert writer.pid is not None
-            os.kill(writer.pid, signal.SIGKILL)
-            writer.join(5)
-            assert writer.exitcode == -signal.SIGKILL, "the writer stopped on its own"
+            writer.join(30)
+            assert writer.exitcode == -signal.SIGKILL, f"the writer was not killed ({stage})"
             path = tmp_path / FILE
             if not path.exists():
-                continue  # killed before its first save
+                continue  # killed inside its first save
             text = path.read_bytes().decode("utf-8")
             store = OverwriteStore.from_json(text)  # raises if the file were torn
             assert text in expected
@@ -309,8 +346,7 @@ class TestCrashSafety:
             seen.add(expected[text])
         assert not list(tmp_path.glob(f"{FILE}.corrupt-*"))
         assert len(seen) > 20, f"the writers got too little done: {sorted(seen)}"
-        # Kills between creating the temporary file and renaming it leave it behind (about a
-        # third of them here): the test does hit writes in progress.
+        # Kills after the data was written and before the rename leave the temporary file.
         assert leftovers(tmp_path)
 
     def test_two_writers_on_one_folder(self, tmp_path: Path) -> None:
