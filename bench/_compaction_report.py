@@ -101,6 +101,40 @@ def _headline_table(evaluation: Evaluation) -> list[str]:
     return table(header, rows, "ll" + "r" * (len(header) - 2))
 
 
+def _notes(evaluation: Evaluation) -> list[str]:
+    """What the headline table does not say by itself, computed from the runs."""
+    notes = []
+    counts = []
+    for choice in evaluation.windows.get(HEADLINE, []):
+        run = evaluation.run(HEADLINE, choice.nominal, LC_SUMMARY)
+        if run is not None and run.steps:
+            total = run.steps["summarize"] + run.steps["no-model"]
+            counts.append(
+                f"{window_label(choice)}: {total} requests, {run.steps['no-model']} of them"
+                " without a model call"
+            )
+    if counts:
+        notes.append(
+            "- LangChain's middleware summarizes at every request while its state is over the"
+            " trigger, and the 20 messages it keeps can be over it by themselves; when the"
+            " messages to summarize, trimmed to their last 4,000 tokens, come to nothing (large"
+            " tool outputs), it replaces them with its stock text *Previous conversation was too"
+            f" long to summarize.* without calling the model. Summarizations: {'; '.join(counts)}."
+        )
+    if any(
+        evaluation.run(HEADLINE, c.nominal, CLINE_CONDENSE)
+        for c in evaluation.windows.get(HEADLINE, [])
+    ):
+        notes.append(
+            "- cline auto-condense replaces message 0's task text with its notice when it"
+            " summarizes, as the original does, so the task survives only in the summary; the"
+            " scripted summary quotes the task's first lines clipped to 240 characters, so a"
+            " longer task is not carried verbatim. That loss is the stand-in summary's as much"
+            " as the original's: a model may quote the task whole."
+        )
+    return notes
+
+
 def _frontier_table(evaluation: Evaluation) -> list[str]:
     """Whole-frontier retention of every policy on every trace, at its three windows."""
     rows = []
@@ -400,6 +434,7 @@ def format_compaction(evaluation: Evaluation) -> list[str]:
         "",
     ]
     lines += _headline_table(evaluation)
+    lines += ["", *_notes(evaluation)]
     lines += [
         "",
         "### Task frontier on every trace",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 from xml.etree import ElementTree
@@ -150,6 +151,9 @@ class SummarizationPolicy:
             self.model, trigger=("tokens", trigger), token_counter=self._count
         )
         self.retained_messages = 0
+        self.steps: Counter[str] = Counter()
+        """Summarizations: "summarize" with a model call, "no-model" without one (the
+        middleware's stock text when the trimmed messages are empty)."""
 
     def _count(self, messages: Any) -> int:
         """The ruler's count of each message in Anthropic shape, summed (remembered per object)."""
@@ -175,8 +179,10 @@ class SummarizationPolicy:
                 message = ensure_tool_results_follow_tool_use([placed[index - 1], message])[1]
             self._state.extend(to_langchain(message, index))
         self._fed = len(placed)
+        calls = len(self.model.calls)
         update = self.middleware.before_model({"messages": self._state}, None)  # type: ignore[typeddict-item,arg-type]
         if update is not None:
+            self.steps["summarize" if len(self.model.calls) > calls else "no-model"] += 1
             self._state = list(add_messages(self._state, update["messages"]))  # type: ignore[arg-type]
         messages, _ = from_langchain(self._state)
         kept = {str(m.id).split(".", 1)[0] for m in self._state if not _is_summary(m)}
