@@ -39,7 +39,7 @@ COVERAGE_MIN := 90
 PYTEST_WORKERS ?= 2
 
 pytest: $(STAMP)
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --cov --cov-report=term --cov-fail-under=$(COVERAGE_MIN)
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --cov --cov-report=term --cov-fail-under=$(COVERAGE_MIN)
 
 test: lint typecheck pytest
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+import uuid
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,9 @@ WRONG = textwrap.dedent(
 @pytest.fixture(scope="module")
 def mypy_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[int]]:
     """Lines with an error per checked file, from one ``mypy --strict`` run over both."""
-    snippet = tmp_path_factory.mktemp("typing") / "wrong_calls.py"
+    # A module name of its own each run: mypy's cache replays the errors of a module it saw
+    # unchanged under the path it had then, which a new temporary folder no longer is.
+    snippet = tmp_path_factory.mktemp("typing") / f"wrong_calls_{uuid.uuid4().hex}.py"
     snippet.write_text(WRONG, encoding="utf-8")
     stdout, stderr, status = mypy_api.run(
         [
