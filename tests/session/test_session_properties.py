@@ -106,3 +106,43 @@ def test_rollback_then_replay_gives_the_same_request(
         return
     assert second.messages == first.messages
     assert second.deleted_range == first.deleted_range
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    conversations(min_size=3, max_size=16, ends_with="user"),
+    st.integers(600, 2_500),
+    st.sampled_from([True, "in-band"]),
+)
+def test_compaction_keeps_every_request_valid_and_within_the_limit(
+    history: list[dict[str, Any]], window: int, summarize: Any
+) -> None:
+    """With compaction on (ledger or in-band), the same law holds, and the input is untouched."""
+    before = json.dumps(history)
+    session = ContextSession(
+        window,
+        counter=CharCounter(),
+        clock=iter(range(10**6)).__next__,
+        summarize=summarize,
+        keep_recent_tokens=100,
+    )
+    counter = CharCounter()
+    done = 0
+    for end in turns(history):
+        session.extend(history[done:end])
+        done = end
+        prepared = prepare_or_overflow(session)
+        if prepared == "overflow":
+            break
+        assert counter.count(prepared.messages) <= prepared.max_allowed_size
+        broken = [v for v in validate_messages(prepared.messages) if v.rule in GUARANTEED]
+        assert broken == []
+        session.record_usage(TokenUsage(tokens_in=counter.count(prepared.messages), tokens_out=5))
+        if prepared.summary_requested:
+            session.append({"role": "assistant", "content": "A summary of the work so far."})
+            again = prepare_or_overflow(session)
+            if again == "overflow":
+                break
+            assert counter.count(again.messages) <= again.max_allowed_size
+            assert [v for v in validate_messages(again.messages) if v.rule in GUARANTEED] == []
+    assert json.dumps(history) == before

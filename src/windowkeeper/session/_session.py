@@ -66,11 +66,13 @@ from ._summary import (
     Summarizer,
     continuation,
     summary_instruction,
+    summary_of,
     with_instruction,
 )
 from ._tokens import CalibratedEstimator, TokenCounter
 from ._tool_ids import UniqueToolIds
 from .steps import (
+    REFOLD,
     Action,
     Draft,
     ReplaceDuplicateReads,
@@ -752,6 +754,9 @@ class ContextSession:
             timestamp=state.usage_timestamp,  # edits are dated by the request, as in the original
             context_window=self._info,
             deleted_range=state.deleted_range,
+            # With compaction on, the pre-flight folds instead of the original's truncation,
+            # as the original itself skips it when it auto-condenses.
+            use_auto_condense=self._summarize is not None,
         )
         replaced = set(self._manager.last_replaced)
         if replaced:
@@ -780,6 +785,13 @@ class ContextSession:
                 may_fold=state.poor_folds < 2 and state.folded_at != state.requests - 1,
             )
             shrunk = run_steps(self._steps, draft)
+            if self._keep_ledger(state):
+                draft.refresh()  # the continuation now covers every hidden turn
+                shrunk.append(Action(REFOLD, deleted_range=state.deleted_range))
+                if draft.estimate > limit:
+                    shrunk += run_steps(self._steps, draft)
+                    self._keep_ledger(state)
+                    draft.refresh()
             for action in shrunk:
                 if action.step == SummarizeTurns.name:
                     state.folds += 1
@@ -838,6 +850,25 @@ class ContextSession:
             actions=tuple(actions),
             summary_requested=requested,
         )
+
+    def _keep_ledger(self, state: _State) -> bool:
+        """With compaction on, make the continuation cover every hidden turn; True if it changed.
+
+        Turns hidden past the last fold (hiding went further than folding could) get into its
+        ledger, with the same summary; turns hidden with no fold yet get a ledger-only one. So
+        what is hidden is always in the ledger: the task, instructions, files, commands.
+        """
+        step = self._summarize
+        hidden = state.deleted_range
+        if step is None or hidden is None:
+            return False
+        folded = state.folded
+        if folded is not None and folded[0] >= hidden[1]:
+            return False
+        summary = summary_of(folded[1]) if folded is not None else None
+        ledger = step.ledgers.ledger(self._history, hidden[1] + 1)
+        state.folded = (hidden[1], continuation(summary, ledger))
+        return True
 
     def _ask_for_summary(
         self,

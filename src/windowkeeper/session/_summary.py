@@ -28,7 +28,7 @@ from typing import Any
 from .._errors import MalformedMessageError
 from ..core._condense import SUMMARY_SECTIONS
 from ..core._messages import Message
-from ._ledger import Ledger, clip, missing_must_keep, render_ledger
+from ._ledger import LEDGER_HEADING, Ledger, clip, missing_must_keep, render_ledger
 
 __all__ = [
     "RESULT_CHARS",
@@ -39,6 +39,7 @@ __all__ = [
     "continuation",
     "summary_instruction",
     "summary_messages",
+    "summary_of",
     "with_instruction",
 ]
 
@@ -303,3 +304,16 @@ def continuation(summary: str | None, ledger: Ledger) -> str:
         f"{checked_summary(summary, ledger)}\n\n"
         f"{ledger_text}"
     )
+
+
+def summary_of(text: str) -> str | None:
+    """The summary a :func:`continuation` carries, or None for a ledger-only one.
+
+    So a fold can be redone over more turns with the same summary and a fresh ledger, without
+    asking for a new summary.
+    """
+    if not text.startswith("[windowkeeper: earlier turns of this conversation were replaced"):
+        return None
+    body = text.split("\n\n", 1)[1] if "\n\n" in text else ""
+    summary, _, _ = body.rpartition("\n\n" + LEDGER_HEADING)
+    return summary.strip() or None

@@ -13,9 +13,16 @@ from ._hide_turns import HideOldTurns
 from ._mask_outputs import MaskOldOutputs
 from ._protocol import Action, Draft, Step, newest_turn
 from ._runner import run_steps
-from ._summarize import SummarizeTurns, SummaryNeeded, fold_point, is_async_summarizer
+from ._summarize import (
+    REFOLD,
+    SummarizeTurns,
+    SummaryNeeded,
+    fold_point,
+    is_async_summarizer,
+)
 
 __all__ = [
+    "REFOLD",
     "Action",
     "ClipLargeBlocks",
     "Draft",

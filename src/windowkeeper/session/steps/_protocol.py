@@ -94,6 +94,7 @@ class Draft:
         "_stale_view",
         "_view_of",
         "estimate",
+        "folded_now",
         "history",
         "limit",
         "manager",
@@ -128,7 +129,8 @@ class Draft:
         self.now = now
         self.limit = limit
         self.target = target
-        self.may_fold = may_fold  # whether a summarize step may fold turns in this request
+        self.may_fold = may_fold  # whether a new summary may be asked for in this request
+        self.folded_now = False  # one fold a request
         self._decisions = decisions
         self._view_of = view_of
         self._measure = measure
@@ -174,11 +176,11 @@ class Draft:
 
     def fold(self, deleted_range: DeletedRange, text: str) -> None:
         """Hide ``deleted_range`` (as :meth:`hide`) and send ``text`` after messages 0-1 instead."""
-        if not self.may_fold:
-            raise StepError("a step folded turns where no fold is allowed (one a request)")
+        if self.folded_now:
+            raise StepError("a step folded turns twice in one request")
         self.hide(deleted_range)
         self._decisions.folded = (deleted_range[1], text)
-        self.may_fold = False
+        self.folded_now = True
 
     def clip(self, clip: Clip) -> None:
         """Clip one more block: tighter than any clip it has, in a message of the history."""

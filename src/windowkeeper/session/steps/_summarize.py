@@ -24,10 +24,13 @@ from .._summary import (
     SummaryRequest,
     continuation,
     summary_instruction,
+    summary_of,
 )
 from ._protocol import Action, Draft, newest_turn
 
-__all__ = ["SummarizeTurns", "SummaryNeeded", "fold_point", "is_async_summarizer"]
+__all__ = ["REFOLD", "SummarizeTurns", "SummaryNeeded", "fold_point", "is_async_summarizer"]
+
+REFOLD = "refold"  # the step of a fold that asked for no new summary
 
 
 class SummaryNeeded(Exception):  # noqa: N818 - a signal between the step and aprepare, not an error
@@ -148,7 +151,7 @@ class SummarizeTurns:
         self.ledgers = LedgerUpTo()
 
     def apply(self, draft: Draft) -> Action | None:
-        if draft.estimate <= draft.target or not draft.may_fold:
+        if draft.estimate <= draft.target or draft.folded_now:
             return None
         view = draft.view
         start = visible_start(draft.deleted_range)
@@ -159,6 +162,14 @@ class SummarizeTurns:
         folded = tuple(view[max(start, 2) : point])
         ledger = self.ledgers.ledger(draft.history, point)
         summary = None
+        if not draft.may_fold:
+            # No new summary now (right after a fold, or after folds that freed little): the
+            # last summary stays, with a ledger that covers the turns folded now.
+            kept = summary_of(previous) if previous is not None else None
+            draft.fold((2, point - 1), continuation(kept, ledger))
+            return Action(
+                REFOLD, messages=tuple(range(max(start, 2), point)), deleted_range=(2, point - 1)
+            )
         if self.summarizer is not None:
             request = SummaryRequest(
                 messages=folded,
