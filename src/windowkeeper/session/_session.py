@@ -337,7 +337,7 @@ class ContextSession:
         steps: Sequence[Step] | None = None,
         summarize: bool | Literal["in-band"] | Summarizer | AsyncSummarizer = False,
         keep_recent_tokens: int = 8_000,
-        in_band_at: float = 0.75,
+        in_band_at: float = 0.85,
     ) -> None:
         self._info = _window(context_window, model)
         if task_dir is not None and store is not None:
