@@ -373,3 +373,43 @@ class TestLedgerUpTo:
         ledgers.ledger(history, len(history))
         edited = [*history[:3], *_turn(7)]
         assert ledgers.ledger(edited, len(edited)) == build_ledger(edited)
+
+
+def test_in_band_in_the_openai_format() -> None:
+    """format='openai': the ask is on the last user message, the reply folds, and is not sent."""
+    session = ContextSession(
+        WINDOW, clock=Clock(), format="openai", summarize="in-band", keep_recent_tokens=3_000
+    )
+    session.append({"role": "user", "content": "Port the parser to v2."})
+    session.append({"role": "assistant", "content": "I will read the parser."})
+    session.append({"role": "user", "content": "Begin."})
+    asked = folded = None
+    for turn in range(60):
+        request = session.prepare(max_output_tokens=1_000)
+        if request.summary_requested:
+            asked = request
+            assert request.messages[-1]["role"] in ("user", "tool")
+            session.append({"role": "assistant", "content": "OPENAI SUMMARY."})
+            assert session.summarizing
+            folded = session.prepare(max_output_tokens=1_000)
+            break
+        session.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"call_{turn}",
+                        "type": "function",
+                        "function": {"name": "read_file", "arguments": json.dumps({"path": "a"})},
+                    }
+                ],
+            }
+        )
+        session.append({"role": "tool", "tool_call_id": f"call_{turn}", "content": "y" * 6_000})
+    assert asked is not None, "no summary was requested"
+    assert folded is not None
+    assert any(a.step == "summarize-in-band" for a in folded.actions)
+    sent = json.dumps(folded.messages)
+    assert "OPENAI SUMMARY." in sent  # in the continuation
+    assert {"role": "assistant", "content": "OPENAI SUMMARY."} not in folded.messages
