@@ -413,3 +413,19 @@ def test_in_band_in_the_openai_format() -> None:
     sent = json.dumps(folded.messages)
     assert "OPENAI SUMMARY." in sent  # in the continuation
     assert {"role": "assistant", "content": "OPENAI SUMMARY."} not in folded.messages
+
+
+def test_a_summarizer_reports_its_call_usage() -> None:
+    """A summarizer with ``last_usage`` (as the ready-made ones) gets it onto the fold's action."""
+
+    class Metered:
+        last_usage: TokenUsage | None = None
+
+        def __call__(self, request: SummaryRequest) -> str:
+            self.last_usage = TokenUsage(tokens_in=len(request.messages) * 100, tokens_out=321)
+            return "METERED SUMMARY"
+
+    prepared = _run(_session(summarize=Metered(), keep_recent_tokens=3_000), 30)
+    folds = [a for p in prepared for a in p.actions if a.step == "summarize"]
+    assert folds
+    assert all(a.usage is not None and a.usage.tokens_out == 321 for a in folds)

@@ -19,6 +19,7 @@ from ...cline._manager import ContextManager
 from ...core._messages import Message
 from ...core._overwrites import OverwriteStore
 from ...core._truncation import DeletedRange
+from ...core._usage import TokenUsage
 from .._clipping import Clip
 
 __all__ = ["Action", "Decisions", "Draft", "Step", "newest_turn"]
@@ -31,7 +32,8 @@ class Action:
     ``messages`` are the history indices whose content changed; ``deleted_range`` is the range
     after a step that hid turns; ``clips`` the clips a step added. The token counts are the
     session's estimate of the whole request before and after (None where nothing was measured,
-    as for decisions driven by the provider's reported usage).
+    as for decisions driven by the provider's reported usage); ``usage`` what a summary call
+    cost, when the summarizer says (``last_usage``, as the ready-made ones do).
     """
 
     step: str
@@ -40,6 +42,7 @@ class Action:
     clips: tuple[Clip, ...] = ()
     tokens_before: int | None = None
     tokens_after: int | None = None
+    usage: TokenUsage | None = None  # a summary call's own usage, when its summarizer reports it
 
 
 @runtime_checkable

@@ -17,6 +17,7 @@ from typing import Any
 from ...core._incremental import Seen
 from ...core._messages import Message
 from ...core._truncation import visible_start
+from ...core._usage import TokenUsage
 from .._ledger import Ledger, LedgerBuilder
 from .._summary import (
     AsyncSummarizer,
@@ -192,8 +193,10 @@ class SummarizeTurns:
             if summary is None or not summary.strip():
                 summary = None
         draft.fold((2, point - 1), continuation(summary, ledger))
+        usage = getattr(self.summarizer, "last_usage", None)
         return Action(
             self.name,
             messages=tuple(range(max(start, 2), point)),
             deleted_range=(2, point - 1),
+            usage=usage if isinstance(usage, TokenUsage) else None,
         )
