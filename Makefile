@@ -31,11 +31,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy --strict src/
 	if [ -d tests/typing ]; then $(BIN)/mypy --strict tests/typing/; fi
 
-# Branch coverage of src/windowkeeper (configured in pyproject.toml); the gate is the level the
-# suite reached when it was set (rounded down): raise it when coverage grows, never lower it.
+# Branch coverage of src/windowkeeper (configured in pyproject.toml); the gate sits just under the
+# level the suite reached (93.1 % on a clean clone): raise it when coverage grows, never lower it.
 # Tracing doubles the CPU time of the property tests, so the suite runs on two workers
 # (pytest-xdist); `make pytest PYTEST_WORKERS=0` runs it in one process.
-COVERAGE_MIN := 90
+COVERAGE_MIN := 92
 PYTEST_WORKERS ?= 2
 
 pytest: $(STAMP)
