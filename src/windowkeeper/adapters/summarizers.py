@@ -27,16 +27,16 @@ No SDK is imported by this module: it only calls the client it is given.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core._usage import TokenUsage
 from ..formats.openai import from_anthropic
 from ..session._sdk import usage_from_sdk
 from ..session._summary import RESULT_CHARS, SummaryRequest, summary_messages
 
-if TYPE_CHECKING:
-    import anthropic
-    import openai
+if TYPE_CHECKING:  # named in the client type arguments below, as strings
+    import anthropic  # noqa: F401
+    import openai  # noqa: F401
 
 __all__ = [
     "AnthropicSummarizer",
@@ -53,14 +53,29 @@ DEFAULT_MAX_TOKENS = 2_048
 """The default cap on a summary's length, in output tokens."""
 
 
-class _Base:
-    """What every summarizer keeps: the model, its limits, and the last call's usage."""
+Client = TypeVar("Client")
 
-    __slots__ = ("last_usage", "max_tokens", "model", "result_chars", "system")
+
+class _Base(Generic[Client]):
+    """What every summarizer keeps: the client, the model, its limits, the last call's usage.
+
+    ``max_tokens`` caps the summary; ``system`` is an optional system prompt for the summary
+    call (a first system message for Chat Completions); ``result_chars`` cuts each tool result
+    and input (None: whole).
+    """
+
+    __slots__ = ("client", "last_usage", "max_tokens", "model", "result_chars", "system")
 
     def __init__(
-        self, model: str, max_tokens: int, system: str | None, result_chars: int | None
+        self,
+        client: Client,
+        model: str,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        system: str | None = None,
+        result_chars: int | None = RESULT_CHARS,
     ) -> None:
+        self.client = client
         self.model = model
         self.max_tokens = max_tokens
         self.system = system
@@ -72,22 +87,10 @@ class _Base:
         return summary_messages(request, result_chars=self.result_chars)
 
 
-class AnthropicSummarizer(_Base):
+class AnthropicSummarizer(_Base["anthropic.Anthropic"]):
     """A :data:`~windowkeeper.session._summary.Summarizer` calling ``client.messages.create``."""
 
-    __slots__ = ("client",)
-
-    def __init__(
-        self,
-        client: anthropic.Anthropic,
-        model: str,
-        *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        system: str | None = None,
-        result_chars: int | None = RESULT_CHARS,
-    ) -> None:
-        super().__init__(model, max_tokens, system, result_chars)
-        self.client = client
+    __slots__ = ()
 
     def __call__(self, request: SummaryRequest) -> str:
         """The summary of ``request``'s messages (may raise the SDK's errors; see the module)."""
@@ -97,22 +100,10 @@ class AnthropicSummarizer(_Base):
         return _anthropic_text(reply.content)
 
 
-class AsyncAnthropicSummarizer(_Base):
+class AsyncAnthropicSummarizer(_Base["anthropic.AsyncAnthropic"]):
     """An :data:`~windowkeeper.session._summary.AsyncSummarizer` on ``anthropic.AsyncAnthropic``."""
 
-    __slots__ = ("client",)
-
-    def __init__(
-        self,
-        client: anthropic.AsyncAnthropic,
-        model: str,
-        *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        system: str | None = None,
-        result_chars: int | None = RESULT_CHARS,
-    ) -> None:
-        super().__init__(model, max_tokens, system, result_chars)
-        self.client = client
+    __slots__ = ()
 
     async def __call__(self, request: SummaryRequest) -> str:
         """The summary of ``request``'s messages (may raise the SDK's errors; see the module)."""
@@ -122,22 +113,11 @@ class AsyncAnthropicSummarizer(_Base):
         return _anthropic_text(reply.content)
 
 
-class OpenAISummarizer(_Base):
-    """A :data:`~windowkeeper.session._summary.Summarizer` calling Chat Completions."""
+class OpenAISummarizer(_Base["openai.OpenAI"]):
+    """A :data:`~windowkeeper.session._summary.Summarizer` calling Chat Completions
+    (``max_tokens`` is sent as ``max_completion_tokens``)."""
 
-    __slots__ = ("client",)
-
-    def __init__(
-        self,
-        client: openai.OpenAI,
-        model: str,
-        *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        system: str | None = None,
-        result_chars: int | None = RESULT_CHARS,
-    ) -> None:
-        super().__init__(model, max_tokens, system, result_chars)
-        self.client = client
+    __slots__ = ()
 
     def __call__(self, request: SummaryRequest) -> str:
         """The summary of ``request``'s messages (may raise the SDK's errors; see the module)."""
@@ -147,22 +127,10 @@ class OpenAISummarizer(_Base):
         return _openai_text(reply.choices)
 
 
-class AsyncOpenAISummarizer(_Base):
+class AsyncOpenAISummarizer(_Base["openai.AsyncOpenAI"]):
     """An :data:`~windowkeeper.session._summary.AsyncSummarizer` on ``openai.AsyncOpenAI``."""
 
-    __slots__ = ("client",)
-
-    def __init__(
-        self,
-        client: openai.AsyncOpenAI,
-        model: str,
-        *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        system: str | None = None,
-        result_chars: int | None = RESULT_CHARS,
-    ) -> None:
-        super().__init__(model, max_tokens, system, result_chars)
-        self.client = client
+    __slots__ = ()
 
     async def __call__(self, request: SummaryRequest) -> str:
         """The summary of ``request``'s messages (may raise the SDK's errors; see the module)."""
@@ -172,7 +140,7 @@ class AsyncOpenAISummarizer(_Base):
         return _openai_text(reply.choices)
 
 
-def _anthropic_params(summarizer: _Base, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _anthropic_params(summarizer: _Base[Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
     params: dict[str, Any] = {
         "model": summarizer.model,
         "max_tokens": summarizer.max_tokens,
@@ -189,7 +157,7 @@ def _anthropic_text(content: Sequence[Any]) -> str:
     ).strip()
 
 
-def _openai_params(summarizer: _Base, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _openai_params(summarizer: _Base[Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "model": summarizer.model,
         "max_completion_tokens": summarizer.max_tokens,
@@ -204,65 +172,8 @@ def _openai_text(choices: Sequence[Any]) -> str:
     return content.strip() if isinstance(content, str) else ""
 
 
-def anthropic_summarizer(
-    client: anthropic.Anthropic,
-    model: str,
-    *,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    system: str | None = None,
-    result_chars: int | None = RESULT_CHARS,
-) -> AnthropicSummarizer:
-    """A summarizer on an ``anthropic.Anthropic`` client and ``model``.
-
-    ``max_tokens`` caps the summary; ``system`` is an optional system prompt for the summary
-    call; ``result_chars`` cuts each tool result and input (None: whole).
-    """
-    return AnthropicSummarizer(
-        client, model, max_tokens=max_tokens, system=system, result_chars=result_chars
-    )
-
-
-def anthropic_async_summarizer(
-    client: anthropic.AsyncAnthropic,
-    model: str,
-    *,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    system: str | None = None,
-    result_chars: int | None = RESULT_CHARS,
-) -> AsyncAnthropicSummarizer:
-    """:func:`anthropic_summarizer` on an ``anthropic.AsyncAnthropic`` client (awaitable)."""
-    return AsyncAnthropicSummarizer(
-        client, model, max_tokens=max_tokens, system=system, result_chars=result_chars
-    )
-
-
-def openai_summarizer(
-    client: openai.OpenAI,
-    model: str,
-    *,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    system: str | None = None,
-    result_chars: int | None = RESULT_CHARS,
-) -> OpenAISummarizer:
-    """A summarizer on an ``openai.OpenAI`` client and ``model`` (Chat Completions).
-
-    ``max_tokens`` is sent as ``max_completion_tokens``; ``system`` becomes a first system
-    message; ``result_chars`` as for :func:`anthropic_summarizer`.
-    """
-    return OpenAISummarizer(
-        client, model, max_tokens=max_tokens, system=system, result_chars=result_chars
-    )
-
-
-def openai_async_summarizer(
-    client: openai.AsyncOpenAI,
-    model: str,
-    *,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
-    system: str | None = None,
-    result_chars: int | None = RESULT_CHARS,
-) -> AsyncOpenAISummarizer:
-    """:func:`openai_summarizer` on an ``openai.AsyncOpenAI`` client (awaitable)."""
-    return AsyncOpenAISummarizer(
-        client, model, max_tokens=max_tokens, system=system, result_chars=result_chars
-    )
+# The factory names the module's docstring uses: the classes themselves.
+anthropic_summarizer = AnthropicSummarizer
+anthropic_async_summarizer = AsyncAnthropicSummarizer
+openai_summarizer = OpenAISummarizer
+openai_async_summarizer = AsyncOpenAISummarizer
