@@ -24,8 +24,8 @@ from ..core._file_reads import (
     savings_ratio,
 )
 from ..core._messages import CheckMemo, Message, MessageInput, MessageT, block_text
-from ..core._notices import CONTINUE_NOTICE, TRUNCATION_NOTICE
-from ..core._overwrites import EditType, OverwriteStore, text_update
+from ..core._notices import CONTINUE_NOTICE
+from ..core._overwrites import EditType, OverwriteStore, add_truncation_notice, text_update
 from ..core._pairing import RepairMemo
 from ..core._truncation import DeletedRange, Keep, check_range, next_range, visible_start
 from ..core._usage import UsageLike, _as_usage, should_compact
@@ -241,10 +241,7 @@ class ContextManager:
     # -- notices and rollback --------------------------------------------------------------
 
     def _add_truncation_notice(self, timestamp: int) -> bool:
-        if 1 in self.store:
-            return False
-        self.store.record(1, EditType.UNDEFINED, 0, text_update(timestamp, TRUNCATION_NOTICE))
-        return True
+        return add_truncation_notice(self.store, timestamp)
 
     def _replace_first_user_message(self, timestamp: int, history: Sequence[Message]) -> bool:
         if 0 in self.store or not history:

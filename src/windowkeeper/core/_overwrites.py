@@ -25,6 +25,7 @@ from typing import Any
 
 from .._errors import WindowkeeperError
 from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
+from ._notices import TRUNCATION_NOTICE
 
 __all__ = [
     "CONTENT",
@@ -36,6 +37,7 @@ __all__ = [
     "Entry",
     "OverwriteStore",
     "Update",
+    "add_truncation_notice",
 ]
 
 
@@ -533,3 +535,14 @@ def _kind(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return "a list" if isinstance(value, list) else type(value).__name__
+
+
+def add_truncation_notice(store: OverwriteStore, timestamp: int) -> bool:
+    """The original's truncation notice on message 1 (its block 0), unless message 1 has an entry.
+
+    True when it was added. Shared by the original's truncation and the session's hiding step.
+    """
+    if 1 in store:
+        return False
+    store.record(1, EditType.UNDEFINED, 0, text_update(timestamp, TRUNCATION_NOTICE))
+    return True

@@ -238,6 +238,23 @@ def _check_system(system: Any) -> Any:
     )
 
 
+def _summary_text(reply: Message) -> str | None:
+    """The summary an in-band reply holds: an assistant message of text (and thinking) only."""
+    content = reply.get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    if reply.get("role") != "assistant" or not isinstance(blocks, list):
+        return None
+    kinds = {block.get("type") if isinstance(block, dict) else None for block in blocks}
+    if kinds - {"text", "thinking", "redacted_thinking"}:
+        return None
+    text = "\n".join(
+        block["text"]
+        for block in blocks
+        if block.get("type") == "text" and isinstance(block.get("text"), str)
+    ).strip()
+    return text or None
+
+
 class _EmptyMessages:
     """How many messages of a request the wire will fill with a notice, counted for new ones only.
 
@@ -459,8 +476,8 @@ class ContextSession:
         """An in-band summary was asked for and its reply is not folded in yet.
 
         True from the request with ``summary_requested`` until the model's next reply, while
-        the history ends with that request's turn or with a text-only assistant reply to it
-        (the summary, folded in or not yet): an agent loop then prepares again instead of
+        the history ends with that request's turn or with the summary replying to it (an
+        assistant message of text only, folded in or not yet): an agent loop then prepares again instead of
         treating the reply as a final answer. Persisted, so a resumed loop knows it too.
         """
         pending = self._state.pending
@@ -475,15 +492,7 @@ class ContextSession:
             return True
         if len(history) != pending[1] + 1:
             return False
-        reply = history[pending[1]]
-        content = reply.get("content")
-        return reply.get("role") == "assistant" and (
-            isinstance(content, str)
-            or (
-                isinstance(content, list)
-                and all(isinstance(b, dict) and b.get("type") != "tool_use" for b in content)
-            )
-        )
+        return _summary_text(history[pending[1]]) is not None
 
     @property
     def manager(self) -> ContextManager:
@@ -916,25 +925,9 @@ class ContextSession:
         if len(history) <= length:
             return None  # nothing appended yet: the request stands
         state.pending = None
-        reply = history[length]
-        content = reply.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        if reply.get("role") != "assistant" or not isinstance(blocks, list):
-            return None
-        kinds = {block.get("type") for block in blocks if isinstance(block, dict)}
-        text = "\n".join(
-            block["text"]
-            for block in blocks
-            if isinstance(block, dict)
-            and block.get("type") == "text"
-            and isinstance(block.get("text"), str)
-        ).strip()
+        text = _summary_text(history[length])
         current = state.deleted_range
-        if (
-            not text
-            or kinds - {"text", "thinking", "redacted_thinking"}
-            or (current is not None and current[1] >= point - 1)
-        ):
+        if text is None or (current is not None and current[1] >= point - 1):
             return None
         start = visible_start(current)
         self._set_range((2, point - 1))

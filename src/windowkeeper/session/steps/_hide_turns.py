@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ...core._notices import TRUNCATION_NOTICE
-from ...core._overwrites import EditType, text_update
+from ...core._overwrites import add_truncation_notice
 from ...core._truncation import Keep, next_range
 from ._protocol import Action, Draft, newest_turn
 
@@ -42,7 +41,6 @@ class HideOldTurns:
         )
         if candidate is None:
             return None
-        if 1 not in draft.store:
-            draft.store.record(1, EditType.UNDEFINED, 0, text_update(draft.now, TRUNCATION_NOTICE))
+        add_truncation_notice(draft.store, draft.now)
         draft.hide(candidate)
         return Action(self.name, deleted_range=candidate)
