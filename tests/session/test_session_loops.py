@@ -85,15 +85,9 @@ class TestPrepareAlwaysReturns:
         """Every range set while preparing ends later than the one before it."""
         session = ContextSession(context_window=20_000)
         session.extend([TASK, *read("a", 30), TASK, *read("b", 30), TASK, *read("c", 30)])
-        seen: list[tuple[int, int]] = []
-        original = session._set_range
-
-        def spy(value: Any) -> None:
-            seen.append(value)
-            original(value)
-
-        session._set_range = spy  # type: ignore[method-assign]
-        session.prepare(system=SYSTEM, max_output_tokens=8192)
+        prepared = session.prepare(system=SYSTEM, max_output_tokens=8192)
+        seen = [action.deleted_range for action in prepared.actions if action.deleted_range]
+        assert len(seen) >= 2
         ends = [end for _, end in seen]
         assert ends == sorted(set(ends))
 

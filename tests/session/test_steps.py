@@ -201,7 +201,8 @@ class TestRunnerGuards:
         assert step.rounds > 16
 
     def test_a_range_must_extend(self) -> None:
-        session = _over_the_limit([HideOldTurns(), _Backwards()])
+        session = _over_the_limit([_Backwards()])
+        session.deleted_range = (2, 5)  # still over the limit: the runner calls the step
         with pytest.raises(StepError, match="ends later"):
             session.prepare()
 
@@ -211,7 +212,8 @@ class TestRunnerGuards:
             session.prepare()
 
     def test_a_failed_step_leaves_the_session_as_it_was(self) -> None:
-        session = _over_the_limit([HideOldTurns(), _Idle()])
+        session = _over_the_limit([_Endless(), _Idle()])
+        session.deleted_range = (2, 3)
         before = (session.deleted_range, session.manager.context_history_json())
         with pytest.raises(StepError):
             session.prepare()

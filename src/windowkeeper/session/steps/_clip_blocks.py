@@ -20,10 +20,9 @@ class ClipLargeBlocks:
 
     name = "clip-blocks"
     repeats = True
+    goal = "limit"  # the last resort: only as far as the request must go
 
     def apply(self, draft: Draft) -> Action | None:
-        if draft.estimate <= draft.limit:
-            return None
         clip = self._tighter(draft)
         if clip is None:
             return None

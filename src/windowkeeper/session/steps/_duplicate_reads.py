@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ...core._truncation import visible_start
 from ._protocol import Action, Draft
 
 __all__ = ["ReplaceDuplicateReads"]
@@ -19,9 +18,7 @@ class ReplaceDuplicateReads:
     repeats = False
 
     def apply(self, draft: Draft) -> Action | None:
-        changed, altered = draft.manager.apply_context_optimizations(
-            draft.view, visible_start(draft.deleted_range), draft.now
-        )
-        if not changed:
+        altered = draft.replace_duplicate_reads()
+        if not altered:
             return None
-        return Action(self.name, messages=tuple(sorted(altered)))
+        return Action(self.name, messages=altered)

@@ -22,8 +22,6 @@ class HideOldTurns:
     repeats = True
 
     def apply(self, draft: Draft) -> Action | None:
-        if draft.estimate <= draft.target:
-            return None
         view = draft.view
         current = draft.deleted_range
         end_now = current[1] if current is not None else 1

@@ -26,8 +26,6 @@ class MaskOldOutputs:
         self.keep_recent = keep_recent
 
     def apply(self, draft: Draft) -> Action | None:
-        if draft.estimate <= draft.target:
-            return None
         masked = mask_old_context(
             draft.view, visible_start(draft.deleted_range), draft.store, draft.now, self.keep_recent
         )

@@ -6,23 +6,27 @@ and returns an :class:`Action`, or None when it can do no more. A step changes t
 only three ways, each checked by the draft: it records content edits in the overwrite store
 (dated ``draft.now``), it hides more turns (:meth:`Draft.hide`, a range that extends the
 current one), or it clips one more block (:meth:`Draft.clip`, tighter than before).
+
+The runner owns the stop rule: it calls a step only while the request is over the step's goal,
+``draft.target`` (the default) or, for a step whose ``goal`` attribute is ``"limit"``, the
+limit itself (clipping, the last resort, stops as soon as the request fits).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
 from ..._errors import StepError
-from ...cline._manager import ContextManager
 from ...core._messages import Message
 from ...core._overwrites import OverwriteStore
-from ...core._truncation import DeletedRange
+from ...core._truncation import DeletedRange, visible_start
 from ...core._usage import TokenUsage
 from .._clipping import Clip
+from .._state import Fold, SessionState
 
-__all__ = ["Action", "Decisions", "Draft", "Step", "newest_turn"]
+__all__ = ["Action", "Draft", "Step", "newest_turn"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,15 +68,6 @@ class Step(Protocol):
         ...
 
 
-class Decisions(Protocol):
-    """The part of a session's state the steps change: the range and the clips."""
-
-    deleted_range: DeletedRange | None
-    generation: int
-    clips: list[Clip]
-    folded: tuple[int, str] | None  # the end of the last fold and its continuation text
-
-
 def newest_turn(history: Sequence[Message]) -> range:
     """Indices of the newest turn: the user messages after the last assistant one (not 0-1)."""
     start = len(history)
@@ -88,22 +83,25 @@ class Draft:
     unique, text results placed, clips applied); ``messages`` and ``estimate`` are the request
     as it would be sent now and its size by the session's counter. ``limit`` is the window's
     ``max_allowed_size``; ``target`` the size a shrinking request aims at (``shrink_target`` of
-    the limit), so that shrinking, which costs prompt-cache reuse, is rare.
+    the limit), so that shrinking, which costs prompt-cache reuse, is rare. ``state`` is the
+    session's decisions as they stand; a step changes them only through :meth:`hide`,
+    :meth:`fold` and :meth:`clip`, and content only through the edit log (:attr:`store`).
     """
 
     __slots__ = (
-        "_decisions",
         "_measure",
+        "_replace_reads",
         "_stale_view",
         "_view_of",
         "estimate",
         "folded_now",
         "history",
         "limit",
-        "manager",
         "may_fold",
         "messages",
         "now",
+        "state",
+        "store",
         "target",
         "view",
     )
@@ -112,10 +110,11 @@ class Draft:
         self,
         *,
         history: Sequence[Message],
-        decisions: Decisions,
-        manager: ContextManager,
-        view_of: Callable[[], list[Message]],
-        measure: Callable[[list[Message]], tuple[list[Message], int]],
+        state: SessionState,
+        store: OverwriteStore,
+        view_of: Callable[[SessionState], list[Message]],
+        measure: Callable[[list[Message], SessionState], tuple[list[Message], int]],
+        replace_reads: Callable[[list[Message], int, int], set[int]],
         view: list[Message],
         messages: list[Message],
         estimate: int,
@@ -125,7 +124,8 @@ class Draft:
         may_fold: bool = False,
     ) -> None:
         self.history = history
-        self.manager = manager
+        self.state = state
+        self.store = store  # the edit log: a step's content edits go here, dated ``now``
         self.view = view
         self.messages = messages
         self.estimate = estimate
@@ -134,29 +134,30 @@ class Draft:
         self.target = target
         self.may_fold = may_fold  # whether a new summary may be asked for in this request
         self.folded_now = False  # one fold a request
-        self._decisions = decisions
         self._view_of = view_of
         self._measure = measure
+        self._replace_reads = replace_reads
         self._stale_view = False
-
-    @property
-    def store(self) -> OverwriteStore:
-        """The overwrite store: a step's content edits go here, dated ``now``."""
-        return self.manager.store
 
     @property
     def deleted_range(self) -> DeletedRange | None:
         """The range hidden now."""
-        return self._decisions.deleted_range
+        return self.state.deleted_range
 
     @property
     def clips(self) -> tuple[Clip, ...]:
         """The clips in force now."""
-        return tuple(self._decisions.clips)
+        return self.state.clips
+
+    def replace_duplicate_reads(self) -> tuple[int, ...]:
+        """Replace older copies of duplicated file reads in the visible part (the session's
+        read detector decides what a read is); the indices of the messages changed."""
+        start = visible_start(self.state.deleted_range)
+        return tuple(sorted(self._replace_reads(self.view, start, self.now)))
 
     def hide(self, deleted_range: DeletedRange) -> None:
         """Hide more turns: ``deleted_range`` must extend the current range and leave a message."""
-        current = self._decisions.deleted_range
+        current = self.state.deleted_range
         start, end = deleted_range
         if (
             start < 2
@@ -168,21 +169,27 @@ class Draft:
                 f"a step hid {deleted_range} over {current} in a history of"
                 f" {len(self.history)} messages: a new range keeps its start and ends later"
             )
-        self._decisions.deleted_range = deleted_range
-        self._decisions.generation += 1  # usage reported before describes a context now gone
+        self.state = self.state.hiding(deleted_range)
 
     @property
     def continuation(self) -> str | None:
         """The continuation text of the last fold (what a new fold takes in), or None."""
-        folded = self._decisions.folded
-        return folded[1] if folded is not None else None
+        fold = self.state.compaction.fold
+        return fold.text if fold is not None else None
 
-    def fold(self, deleted_range: DeletedRange, text: str) -> None:
-        """Hide ``deleted_range`` (as :meth:`hide`) and send ``text`` after messages 0-1 instead."""
+    @property
+    def previous_summary(self) -> str | None:
+        """The model's summary the last fold carries, or None."""
+        fold = self.state.compaction.fold
+        return fold.summary if fold is not None else None
+
+    def fold(self, deleted_range: DeletedRange, text: str, summary: str | None = None) -> None:
+        """Hide ``deleted_range`` (as :meth:`hide`) and send ``text`` after messages 0-1 instead;
+        ``summary`` is the model's summary ``text`` carries, if any."""
         if self.folded_now:
             raise StepError("a step folded turns twice in one request")
         self.hide(deleted_range)
-        self._decisions.folded = (deleted_range[1], text)
+        self.state = self.state.with_compaction(fold=Fold(deleted_range[1], text, summary))
         self.folded_now = True
 
     def clip(self, clip: Clip) -> None:
@@ -190,28 +197,28 @@ class Draft:
         if not 0 <= clip.message_index < len(self.history):
             raise StepError(f"a step clipped message {clip.message_index}, not in the history")
         key = (clip.message_index, clip.block_index)
-        others = [c for c in self._decisions.clips if (c.message_index, c.block_index) != key]
-        before = [c.kept for c in self._decisions.clips if (c.message_index, c.block_index) == key]
+        clips = self.state.clips
+        others = [c for c in clips if (c.message_index, c.block_index) != key]
+        before = [c.kept for c in clips if (c.message_index, c.block_index) == key]
         if before and clip.kept >= min(before):
             raise StepError(f"a step re-clipped {key} to {clip.kept}, not tighter than {before}")
-        others.append(clip)
-        self._decisions.clips[:] = others
+        self.state = replace(self.state, clips=(*others, clip))
         self._stale_view = True
 
     def refresh(self) -> None:
         """Re-render and re-measure the request after an action (the runner's job)."""
         if self._stale_view:
-            self.view = self._view_of()
+            self.view = self._view_of(self.state)
             self._stale_view = False
-        self.messages, self.estimate = self._measure(self.view)
+        self.messages, self.estimate = self._measure(self.view, self.state)
 
     def fingerprint(self) -> tuple[object, ...]:
         """What an action must change: the range, the clips, the store or the estimate."""
-        decisions = self._decisions
+        state = self.state
         return (
-            decisions.deleted_range,
-            tuple(decisions.clips),
-            decisions.folded,
+            state.deleted_range,
+            state.clips,
+            state.compaction.fold,
             self.store.revision,
             self.estimate,
         )

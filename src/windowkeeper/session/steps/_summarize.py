@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..._errors import ConfigurationError
 from ...core._incremental import Seen
 from ...core._messages import Message
 from ...core._truncation import visible_start
@@ -25,7 +26,6 @@ from .._summary import (
     SummaryRequest,
     continuation,
     summary_instruction,
-    summary_of,
 )
 from ._protocol import Action, Draft, newest_turn
 
@@ -141,62 +141,76 @@ class SummarizeTurns:
         self,
         summarizer: Summarizer | AsyncSummarizer | None = None,
         *,
-        keep_recent_tokens: int = 8_000,
+        keep_recent_tokens: int | None = None,
+        in_band: bool = False,
     ) -> None:
+        if in_band and summarizer is not None:
+            raise ConfigurationError("an in-band step asks the model itself: give no summarizer")
         self.summarizer = summarizer
+        self.in_band = in_band  # the session asks on the request itself before this step runs
+        # None: a share of the window, decided by the session (see ContextSession)
         self.keep_recent_tokens = keep_recent_tokens
         self.last_error: BaseException | None = None  # what the summarizer raised last, if it did
         self.is_async = is_async_summarizer(summarizer)
         # aprepare's awaited answer for one request: (the request's messages, the summary)
         self.ready: tuple[tuple[Message, ...], str | None] | None = None
         self.ledgers = LedgerUpTo()
+        self.keep = keep_recent_tokens if keep_recent_tokens is not None else 8_000
 
     def apply(self, draft: Draft) -> Action | None:
-        if draft.estimate <= draft.target or draft.folded_now:
+        if draft.folded_now:
             return None
         view = draft.view
         start = visible_start(draft.deleted_range)
-        point = fold_point(view, start, self.keep_recent_tokens)
+        point = fold_point(view, start, self.keep)
         if point is None:
             return None
-        previous = draft.continuation
         folded = tuple(view[max(start, 2) : point])
         ledger = self.ledgers.ledger(draft.history, point)
-        summary = None
+        hidden = tuple(range(max(start, 2), point))
         if not draft.may_fold:
-            # No new summary now (right after a fold, or after folds that freed little): the
+            # No new summary now (right after a fold, or while summarizing is paused): the
             # last summary stays, with a ledger that covers the turns folded now.
-            kept = summary_of(previous) if previous is not None else None
-            draft.fold((2, point - 1), continuation(kept, ledger))
-            return Action(
-                REFOLD, messages=tuple(range(max(start, 2), point)), deleted_range=(2, point - 1)
-            )
-        if self.summarizer is not None:
-            request = SummaryRequest(
-                messages=folded,
-                previous_summary=previous,
-                instruction=summary_instruction(previous),
-                ledger=ledger,
-            )
-            if self.is_async:
-                ready, self.ready = self.ready, None
-                if ready is None or ready[0] != folded:
-                    raise SummaryNeeded(request)
-                summary = ready[1]
-            else:
-                try:
-                    answer: object = self.summarizer(request)
-                except Exception as error:  # any failure means "no summary": the ledger stands in
-                    self.last_error = error
-                    answer = None
-                summary = answer if isinstance(answer, str) else None
-            if summary is None or not summary.strip():
-                summary = None
-        draft.fold((2, point - 1), continuation(summary, ledger))
+            kept = draft.previous_summary
+            draft.fold((2, point - 1), continuation(kept, ledger), kept)
+            return Action(REFOLD, messages=hidden, deleted_range=(2, point - 1))
+        summary = self._summary(folded, draft.continuation, ledger)
+        draft.fold((2, point - 1), continuation(summary, ledger), summary)
         usage = getattr(self.summarizer, "last_usage", None)
         return Action(
             self.name,
-            messages=tuple(range(max(start, 2), point)),
+            messages=hidden,
             deleted_range=(2, point - 1),
             usage=usage if isinstance(usage, TokenUsage) else None,
         )
+
+    def _summary(
+        self,
+        folded: tuple[Message, ...],
+        previous: str | None,
+        ledger: Ledger,
+    ) -> str | None:
+        """The summarizer's answer for ``folded``, or None (no summarizer, a failure, no text)."""
+        if self.summarizer is None:
+            return None
+        request = SummaryRequest(
+            messages=folded,
+            previous_summary=previous,
+            instruction=summary_instruction(previous),
+            ledger=ledger,
+        )
+        if self.is_async:
+            ready, self.ready = self.ready, None
+            if ready is None or ready[0] != folded:
+                raise SummaryNeeded(request)
+            summary = ready[1]
+        else:
+            try:
+                answer: object = self.summarizer(request)
+            except Exception as error:  # any failure means "no summary": the ledger stands in
+                self.last_error = error
+                answer = None
+            summary = answer if isinstance(answer, str) else None
+        if summary is None or not summary.strip():
+            return None
+        return summary

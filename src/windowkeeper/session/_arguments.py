@@ -1,0 +1,91 @@
+"""The checks of what a session is given: the window, counts, the system prompt, tools, steps."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._errors import ConfigurationError, MalformedMessageError
+from ..core._window import ContextWindowInfo, context_window_info
+from ._models import model_window
+from .steps import Step
+
+__all__ = ["check_steps", "check_system", "check_tools", "count_argument", "share", "window_of"]
+
+
+def window_of(context_window: Any, model: Any) -> ContextWindowInfo:
+    """The window a session is given (tokens, a ContextWindowInfo, or looked up by model)."""
+    if model is not None and not isinstance(model, str):
+        raise ConfigurationError(f"model must be a model id string, got {type(model).__name__}")
+    if isinstance(context_window, ContextWindowInfo):
+        return context_window
+    if context_window is None:
+        return model_window(model) if model is not None else context_window_info(None)
+    if isinstance(context_window, str):
+        raise ConfigurationError(
+            f"context_window must be a number of tokens, got the string {context_window!r}"
+            " (to look a model up, pass model=...)"
+        )
+    if isinstance(context_window, bool) or not isinstance(context_window, int):
+        raise ConfigurationError(
+            f"context_window must be an int or a ContextWindowInfo, got {type(context_window).__name__}"
+        )
+    if context_window <= 0:
+        raise ConfigurationError(
+            f"context_window must be a positive number of tokens, got {context_window}"
+        )
+    return context_window_info(context_window)
+
+
+def count_argument(name: str, value: Any) -> int:
+    """``value`` if it is a non-negative int; else a ConfigurationError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigurationError(f"{name} must be a non-negative int, got {value!r}")
+    return value
+
+
+def share(name: str, value: Any) -> float:
+    """``value`` if it is a number in (0, 1]; else a ConfigurationError naming ``name``."""
+    if isinstance(value, bool) or not (isinstance(value, int | float) and 0 < value <= 1):
+        raise ConfigurationError(f"{name} must be in (0, 1], got {value!r}")
+    return float(value)
+
+
+def check_system(system: Any) -> Any:
+    """``system`` checked: None, a string, or a sequence of text blocks (given back as a list)."""
+    if system is None or isinstance(system, str):
+        return system
+    if isinstance(system, Sequence) and not isinstance(system, bytes):
+        for position, block in enumerate(system):
+            if not isinstance(block, dict) or block.get("type") != "text":
+                raise MalformedMessageError(f"system[{position}]", "expected a text block")
+            if not isinstance(block.get("text"), str):
+                raise MalformedMessageError(f"system[{position}].text", "expected a string")
+        return system if isinstance(system, list) else list(system)
+    raise MalformedMessageError(
+        "system", f"expected a string or a list of text blocks, got {type(system).__name__}"
+    )
+
+
+def check_tools(tools: Any) -> Sequence[Mapping[str, Any]] | None:
+    """``tools`` checked: None or a list of tool definition dicts."""
+    if tools is not None and (
+        isinstance(tools, str | bytes | Mapping)
+        or not isinstance(tools, Sequence)
+        or not all(isinstance(tool, Mapping) for tool in tools)
+    ):
+        raise ConfigurationError("tools must be a list of tool definition dicts")
+    return tools
+
+
+def check_steps(steps: Any) -> list[Step]:
+    """``steps`` checked: a list of objects with a name, ``repeats`` and ``apply(draft)``."""
+    if isinstance(steps, str | bytes | Mapping) or not isinstance(steps, Sequence):
+        raise ConfigurationError(f"steps must be a list of steps, got {type(steps).__name__}")
+    for position, step in enumerate(steps):
+        if not isinstance(step, Step) or not isinstance(step.name, str):
+            raise ConfigurationError(
+                f"steps[{position}] must be a step (name, repeats, apply(draft)),"
+                f" got {type(step).__name__}"
+            )
+    return list(steps)

@@ -1,0 +1,259 @@
+"""From the history and the session's state to the request sent: view, render, estimate.
+
+The pipeline every request goes through, each stage remembering its work so that a steady turn
+costs what is new, not the history: the *view* (tool ids made unique, Cline's text results
+placed in their tool_result blocks, clips applied), the original's truncation of it by the
+hidden range, then what the session adds (the truncation notice where the model sees it, a
+fold's continuation after messages 0-1, in-band summary replies left out, runs of one role
+merged, results whose call is not sent turned into text) and the estimate of its size.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..cline._manager import ContextManager
+from ..core._incremental import Seen
+from ..core._messages import Message
+from ..core._notices import TRUNCATION_NOTICE
+from ..core._overwrites import OverwriteStore
+from ..core._pairing import OrphanResults
+from ..core._truncation import visible_start
+from ..formats._wire import EMPTIED, EMPTY_MESSAGE_NOTICE, Repair, anthropic_message
+from ._alternation import RoleMerger, merge_same_roles
+from ._clipping import MIN_KEPT_CHARS, Clip, ClipMemo, clippable_blocks
+from ._native_results import ResultPlacer
+from ._state import SessionState
+from ._tokens import TokenCounter
+from ._tool_ids import UniqueToolIds
+from .steps import newest_turn
+
+__all__ = [
+    "FOLDED_RESULT",
+    "RequestBuilder",
+    "arrival_clips",
+    "finish_request",
+    "place_truncation_notice",
+]
+
+FOLDED_RESULT = "[windowkeeper: this result was folded into the summary that follows]"
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+class RequestBuilder:
+    """The request pipeline of one session (see the module docstring); not thread-safe."""
+
+    __slots__ = (
+        "_continued",
+        "_counter",
+        "_empties",
+        "_ids",
+        "_manager",
+        "_merger",
+        "_noticed",
+        "_orphans",
+        "_placer",
+        "clip_memo",
+        "orphaned",
+    )
+
+    def __init__(self, manager: ContextManager, counter: TokenCounter, *, place_results: bool):
+        self._manager = manager
+        self._counter = counter
+        self._placer = ResultPlacer() if place_results else None
+        self._ids = UniqueToolIds()
+        self.clip_memo = ClipMemo()
+        self._merger = RoleMerger()
+        self._orphans = OrphanResults()
+        self._empties = _EmptyMessages()
+        self._noticed: tuple[Message, Message] | None = None
+        self._continued: tuple[tuple[str, tuple[str, ...]], Message] | None = None
+        self.orphaned: tuple[Repair, ...] = ()  # the last render's results turned into text
+
+    def forget(self) -> None:
+        """The history changed below what was seen (a cut or a rollback): ids start over."""
+        self._ids.reset()
+
+    def view(self, history: Sequence[Message], state: SessionState) -> list[Message]:
+        """The history as the manager sees it: ids unique, text results placed, clips applied."""
+        view = self._ids.apply(history)
+        if self._placer is not None:
+            view = self._placer.place(view)
+        if not state.clips:
+            return view
+        return self.clip_memo.apply(view, state.clips)
+
+    def render(self, view: list[Message], state: SessionState) -> list[Message]:
+        """What ``state`` sends of ``view``: the original's truncation, then :meth:`visible`."""
+        return self.visible(self._manager.get_truncated_messages(view, state.deleted_range), state)
+
+    def visible(self, sent: list[Message], state: SessionState) -> list[Message]:
+        """The session's part of a request, given what the original would send (``sent``)."""
+        excluded = state.compaction.excluded
+        if excluded:
+            start = max(visible_start(state.deleted_range), 2)
+            drop = {index - start + 2 for index in excluded if index >= start}
+            if drop:
+                sent = [m for position, m in enumerate(sent) if position not in drop]
+        placed = place_truncation_notice(sent, self._manager.store)
+        if placed is not sent:
+            # the same first answer gets the same noticed copy, so the prefix stays cached
+            known = self._noticed
+            if known is not None and known[0] is sent[1]:
+                placed[1] = known[1]
+            else:
+                self._noticed = (sent[1], placed[1])
+        fold = state.compaction.fold
+        if fold is not None and len(placed) > 2:
+            placed = [*placed[:2], self._continuation(fold.text, placed[1]), *placed[2:]]
+        merged = self._merger.merge(placed)
+        fixed = self._orphans.apply(merged)
+        self.orphaned = (
+            tuple(
+                Repair(f"messages[{position}]", "tool results whose call is not sent became text")
+                for position, (a, b) in enumerate(zip(merged, fixed, strict=True))
+                if a is not b
+            )
+            if any(map(operator.is_not, merged, fixed))
+            else ()
+        )
+        return fixed
+
+    def estimate(
+        self,
+        messages: list[Message],
+        system: Any,
+        tools: Sequence[Mapping[str, Any]] | None,
+        reserve: int,
+    ) -> int:
+        """The size of a request of ``messages`` by the session's counter, output reserve included."""
+        counter = self._counter
+        counted = counter.count(messages, system=system, tools=tools) + reserve
+        noticed = self._empties.count(messages)
+        if noticed:  # the wire gives each a notice (see formats._wire): count it in
+            notice = [{"role": "user", "content": [{"type": "text", "text": EMPTY_MESSAGE_NOTICE}]}]
+            extra = counter.count(notice) - counter.count([{"role": "user", "content": ""}])
+            counted += noticed * max(extra, 0)
+        return counted
+
+    def id_repairs(self, state: SessionState) -> tuple[Repair, ...]:
+        """The renamed duplicate tool_use ids among the messages a request of ``state`` sends."""
+        start = visible_start(state.deleted_range)
+        return tuple(
+            Repair(
+                f"history[{index}].content[{position}].id",
+                f"a tool_use id used before: sent as {new!r}",
+            )
+            for index, renamed in sorted(self._ids.renamed().items())
+            if index < 2 or index >= start
+            for position, new in renamed.items()
+        )
+
+    def _continuation(self, text: str, first_answer: Message) -> Message:
+        """The user message that carries a fold's text, the same object while nothing changes.
+
+        It follows message 1, so it answers message 1's tool calls first (their results were
+        folded with the rest), as the API requires of the message after a tool call.
+        """
+        content = first_answer.get("content")
+        ids = tuple(
+            block["id"]
+            for block in (content if isinstance(content, list) else ())
+            if isinstance(block, dict) and block.get("type") == "tool_use" and "id" in block
+        )
+        known = self._continued
+        if known is None or known[0] != (text, ids):
+            results = [
+                {"type": "tool_result", "tool_use_id": tool_use_id, "content": FOLDED_RESULT}
+                for tool_use_id in ids
+            ]
+            message = {"role": "user", "content": [*results, {"type": "text", "text": text}]}
+            known = self._continued = ((text, ids), message)
+        return known[1]
+
+
+def arrival_clips(
+    history: Sequence[Message], view: list[Message], state: SessionState, budget_chars: int
+) -> list[Clip]:
+    """Clips for results of the newest turn longer than ``budget_chars`` (not clipped before).
+
+    Clipping the newest message changes nothing already sent, so it costs no prompt-cache
+    reuse, and every later request is smaller for it.
+    """
+    clipped = {clip.message_index for clip in state.clips}
+    budget = max(MIN_KEPT_CHARS, budget_chars)
+    return [
+        Clip(index, block_index, budget)
+        for index in newest_turn(history)
+        if index not in clipped
+        for block_index, size in clippable_blocks(view[index])
+        if size > budget
+    ]
+
+
+class _EmptyMessages:
+    """How many messages of a request the wire will fill with a notice, counted for new ones only.
+
+    A message with nothing the provider accepts (empty or blank text, only dropped blocks) is
+    sent with a notice; the estimate must count that text, or a request at the limit goes over.
+    """
+
+    __slots__ = ("_running", "_seen")
+
+    def __init__(self) -> None:
+        self._seen = Seen()
+        self._running: list[int] = [0]  # _running[i]: such messages among the first i
+
+    def count(self, messages: Sequence[Message]) -> int:
+        done = self._seen.prefix(messages)
+        running = self._running
+        del running[done + 1 :]
+        for message in messages[done:]:
+            problems: list[Repair] = []
+            anthropic_message(message, "", problems)
+            empty = any(problem.detail == EMPTIED for problem in problems)
+            running.append(running[-1] + empty)
+        self._seen.remember(messages)
+        return running[-1]
+
+
+def finish_request(sent: list[Message], store: OverwriteStore) -> list[Message]:
+    """What the session changes in what the original would send: the truncation notice placed
+    where the model sees it, and runs of one role merged so roles alternate."""
+    return merge_same_roles(place_truncation_notice(sent, store))
+
+
+def place_truncation_notice(sent: list[Message], store: OverwriteStore) -> list[Message]:
+    """Give the truncation notice a text block of its own when the original's placement drops it.
+
+    The original writes the notice over text block 0 of message 1; when that block is a thinking
+    or tool_use block (as in real native-tool traces), the notice is silently lost. Here it is
+    inserted after any leading thinking blocks instead. Returns ``sent`` itself when unchanged.
+    """
+    if len(sent) < 2 or store.effective_text(1, 0) != TRUNCATION_NOTICE:
+        return sent
+    first_answer = sent[1]
+    content = first_answer.get("content")
+    notice = {"type": "text", "text": TRUNCATION_NOTICE}
+    if isinstance(content, str):
+        new_content: list[Any] = (
+            [notice, {"type": "text", "text": content}] if content else [notice]
+        )
+    elif isinstance(content, list):
+        if content and isinstance(content[0], dict) and content[0].get("type") == "text":
+            return sent  # the original's placement works
+        at = 0
+        while (
+            at < len(content)
+            and isinstance(content[at], dict)
+            and content[at].get("type") in _THINKING
+        ):
+            at += 1
+        new_content = [*content[:at], notice, *content[at:]]
+    else:
+        return sent
+    output = list(sent)
+    output[1] = {**first_answer, "content": new_content}
+    return output
