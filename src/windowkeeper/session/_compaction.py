@@ -19,12 +19,39 @@ from ..core._truncation import visible_start
 from ._state import Fold, SessionState
 from ._summary import continuation, summary_instruction, with_instruction
 from .steps import REFOLD, Action, SummarizeTurns, fold_point
+from .steps._summarize import usable_summary
 
 __all__ = ["SUMMARY_REPLY_KINDS", "Compaction", "summary_text"]
 
 SUMMARY_REPLY_KINDS = frozenset({"text", "thinking", "redacted_thinking"})
 _POOR_SHARE = 0.1  # a fold that frees less than this share of the request frees little
 _POOR_FOLDS = 2  # this many such folds in a row pause asking for summaries
+_DECLINED = 2  # this many in-band asks answered otherwise in a row: no more asks until a fold
+_BUDGET_SHARE = 0.25  # of the limit, the most a continuation may take (in tokens)
+_MIN_BUDGET_CHARS = 1_200
+
+
+def _resumes_at(paused_at: int) -> int:
+    """The history length at which summarizing resumes after pausing at ``paused_at``: a fifth
+    more messages (at least 8), enough new turns for a fold to free something again."""
+    return paused_at + max(8, paused_at // 5)
+
+
+def _empty_reply(reply: Message) -> bool:
+    """An assistant reply with nothing in it: no text, no tool call."""
+    if reply.get("role") != "assistant":
+        return False
+    content = reply.get("content")
+    if isinstance(content, str):
+        return not content.strip()
+    if not isinstance(content, list):
+        return content is None
+    return all(
+        isinstance(block, dict)
+        and block.get("type") in SUMMARY_REPLY_KINDS
+        and not (block.get("type") == "text" and str(block.get("text", "")).strip())
+        for block in content
+    )
 
 
 def summary_text(reply: Message) -> str | None:
@@ -63,9 +90,42 @@ class Compaction:
         return self.step.in_band
 
     def configure(self, limit: float) -> None:
-        """Size the verbatim tail for a window of ``limit`` (a quarter of it, at most 8,000)."""
+        """Size for a window of ``limit``: the verbatim tail (a quarter of the limit, at most
+        8,000 tokens) and the continuation's budget (a quarter of the limit, in characters at a
+        conservative three a token)."""
         wanted = self.step.keep_recent_tokens
         self.step.keep = wanted if wanted is not None else min(8_000, int(limit) // 4)
+        self.step.budget_chars = max(_MIN_BUDGET_CHARS, int(limit * _BUDGET_SHARE * 3))
+
+    def tightened(
+        self, state: SessionState, history: Sequence[Message], excess: int
+    ) -> SessionState | None:
+        """``state`` with the fold's text cut by about ``excess`` tokens more, or None when it
+        cannot go shorter: the last remedy before a request with compaction on is refused."""
+        fold = state.compaction.fold
+        if fold is None or len(fold.text) <= _MIN_BUDGET_CHARS // 4:
+            return None
+        budget = max(_MIN_BUDGET_CHARS // 4, len(fold.text) - excess * 4)
+        ledger = self.step.ledgers.ledger(history, fold.end + 1)
+        text = continuation(fold.summary, ledger, max_chars=budget)
+        if len(text) >= len(fold.text):
+            return None
+        self.step.budget_chars = budget  # later folds of this request stay as short
+        return state.with_compaction(fold=replace(fold, text=text))
+
+    def resumed(
+        self, state: SessionState, history_length: int
+    ) -> tuple[SessionState, Action | None]:
+        """After a pause, summarizing resumes once the history has grown enough (an action)."""
+        paused_at = state.compaction.paused_at
+        if paused_at is None or history_length < _resumes_at(paused_at):
+            return state, None
+        resumed = state.with_compaction(paused_at=None, poor_folds=0)
+        return resumed, Action(
+            "summarize-resumed",
+            reason=f"the history grew from {paused_at} to {history_length} messages since"
+            " summarizing paused",
+        )
 
     def may_summarize(self, state: SessionState) -> bool:
         """Whether a new summary may be asked for in the request being prepared.
@@ -74,10 +134,18 @@ class Compaction:
         after folds that freed little in a row.
         """
         compaction = state.compaction
-        return compaction.poor_folds < _POOR_FOLDS and compaction.folded_at != state.requests - 1
+        if compaction.paused_at is not None:
+            return False
+        return compaction.folded_at is None or state.requests - compaction.folded_at > 1
 
-    def counted(self, state: SessionState, actions: Sequence[Action]) -> SessionState:
-        """``state`` with the folds among ``actions`` counted (and those that freed little)."""
+    def counted(
+        self, state: SessionState, actions: Sequence[Action], history_length: int
+    ) -> tuple[SessionState, Action | None]:
+        """``state`` with the folds among ``actions`` counted; a pause when they freed little.
+
+        Two folds in a row that freed less than a tenth of the request pause summarizing (an
+        action says so) until :meth:`resumed`; hiding turns does the rest meanwhile.
+        """
         compaction = state.compaction
         for action in actions:
             if action.step != SummarizeTurns.name:
@@ -88,9 +156,19 @@ class Compaction:
                 compaction,
                 folds=compaction.folds + 1,
                 folded_at=state.requests,
-                poor_folds=compaction.poor_folds + poor,
+                poor_folds=compaction.poor_folds + 1 if poor else 0,
+                declined=0,
             )
-        return replace(state, compaction=compaction)
+        paused = None
+        if compaction.poor_folds >= _POOR_FOLDS and compaction.paused_at is None:
+            compaction = replace(compaction, paused_at=history_length)
+            paused = Action(
+                "summarize-paused",
+                reason=f"{compaction.poor_folds} folds in a row freed less than"
+                f" {_POOR_SHARE:.0%} of the request: no new summary until the history has"
+                f" {_resumes_at(history_length)} messages",
+            )
+        return replace(state, compaction=compaction), paused
 
     def cover_hidden(self, state: SessionState, history: Sequence[Message]) -> SessionState | None:
         """``state`` with a continuation that covers every hidden turn, or None if it does.
@@ -107,7 +185,7 @@ class Compaction:
             return None
         summary = fold.summary if fold is not None else None
         ledger = self.step.ledgers.ledger(history, hidden[1] + 1)
-        return state.with_compaction(fold=Fold(hidden[1], continuation(summary, ledger), summary))
+        return state.with_compaction(fold=Fold(hidden[1], self.step.text(summary, ledger), summary))
 
     def refold_action(self, state: SessionState) -> Action:
         """The action reported when :meth:`cover_hidden` changed the continuation."""
@@ -131,6 +209,8 @@ class Compaction:
         reads it from its cache; the fold point is decided now and kept with the request.
         """
         compaction = state.compaction
+        if compaction.declined >= _DECLINED:
+            return None  # the model would not summarize: the pre-flight folds with the ledger
         if compaction.pending is not None:  # asked before, no reply yet (a resumed loop)
             point = compaction.pending[0]
         else:
@@ -151,7 +231,9 @@ class Compaction:
         """After an in-band request: fold with the reply the caller appended, if it is a summary.
 
         The reply must be an assistant message of text only; it is then the summary, and is
-        never sent again. Anything else (a tool call, the user speaking first) drops the ask.
+        never sent again. An empty reply is never sent either. Anything else (a tool call, the
+        user speaking first) is the model's normal turn: the ask is dropped and counted as
+        declined, and after two in a row no more are made until the next fold.
         """
         compaction = state.compaction
         if compaction.pending is None:
@@ -160,9 +242,24 @@ class Compaction:
         if len(history) <= length:
             return state, None  # nothing appended yet: the ask stands
         state = state.with_compaction(pending=None)
-        text = summary_text(history[length])
+        reply = history[length]
+        text = usable_summary(summary_text(reply))
         current = state.deleted_range
-        if text is None or (current is not None and current[1] >= point - 1):
+        if text is None:
+            empty = _empty_reply(reply)
+            declined = compaction.declined + 1
+            state = state.with_compaction(
+                declined=declined,
+                excluded=(*compaction.excluded, length) if empty else compaction.excluded,
+            )
+            what = "an empty reply" if empty else "a reply that is not a summary"
+            more = (
+                " no more asks until the next fold"
+                if declined >= _DECLINED
+                else " asked again later"
+            )
+            return state, Action("summary-declined", reason=f"{what} to the in-band ask:{more}")
+        if current is not None and current[1] >= point - 1:
             return state, None
         start = visible_start(current)
         ledger = self.step.ledgers.ledger(history, point)
@@ -172,10 +269,11 @@ class Compaction:
             state,
             compaction=replace(
                 compaction,
-                fold=Fold(point - 1, continuation(text, ledger), text),
+                fold=Fold(point - 1, self.step.text(text, ledger), text),
                 excluded=(*compaction.excluded, length),
                 folds=compaction.folds + 1,
                 folded_at=state.requests,
+                declined=0,
             ),
         )
         action = Action(
@@ -197,4 +295,5 @@ class Compaction:
             return True
         if len(history) != pending[1] + 1:
             return False
-        return summary_text(history[pending[1]]) is not None
+        reply = history[pending[1]]
+        return summary_text(reply) is not None or _empty_reply(reply)

@@ -106,7 +106,7 @@ class RequestBuilder:
             else:
                 self._noticed = (sent[1], placed[1])
         fold = state.compaction.fold
-        if fold is not None and len(placed) > 2:
+        if fold is not None and len(placed) >= 2:  # also when only messages 0-1 are left
             placed = [*placed[:2], self._continuation(fold.text, placed[1]), *placed[2:]]
         merged = self._merger.merge(placed)
         fixed = self._orphans.apply(merged)

@@ -22,6 +22,7 @@ nothing can make it fit. Compaction's own policy lives in
 
 from __future__ import annotations
 
+import asyncio
 import operator
 import os
 import time
@@ -74,6 +75,7 @@ from .steps import (
     default_steps,
     run_steps,
 )
+from .steps._summarize import failure_reason
 
 __all__ = [
     "Checkpoint",
@@ -103,9 +105,11 @@ class _LastRequest:
 def _shrink_steps(
     steps: Sequence[Step] | None,
     summarize: Any,
+    *,
     mask_keep_recent: int | None,
     keep_recent_tokens: int | None,
     in_band_at: float | None,
+    timeout: float | None,
 ) -> tuple[list[Step], Compaction | None]:
     """The steps a session runs and its compaction, from the constructor's arguments.
 
@@ -134,7 +138,7 @@ def _shrink_steps(
             raise ConfigurationError("steps hold more than one SummarizeTurns step")
         step = found[0] if found else None
     else:
-        step = _summarize_step(summarize, keep_recent_tokens)
+        step = _summarize_step(summarize, keep_recent_tokens, timeout)
         checked = default_steps(mask_keep_recent, summarize=step)
     if step is None:
         if keep_recent_tokens is not None:
@@ -148,7 +152,9 @@ def _shrink_steps(
     return checked, Compaction(step, in_band_at=at)
 
 
-def _summarize_step(summarize: Any, keep_recent_tokens: int | None) -> SummarizeTurns | None:
+def _summarize_step(
+    summarize: Any, keep_recent_tokens: int | None, timeout: float | None
+) -> SummarizeTurns | None:
     if summarize is False or summarize is None:
         return None
     if summarize is True:
@@ -160,7 +166,7 @@ def _summarize_step(summarize: Any, keep_recent_tokens: int | None) -> Summarize
             "summarize must be True, False, 'in-band' or a summarizer callable,"
             f" got {type(summarize).__name__}"
         )
-    return SummarizeTurns(summarize, keep_recent_tokens=keep_recent_tokens)
+    return SummarizeTurns(summarize, keep_recent_tokens=keep_recent_tokens, timeout=timeout)
 
 
 class ContextSession:
@@ -187,7 +193,8 @@ class ContextSession:
     callable, sync or async, for out-of-band summaries): it is sugar for a
     :class:`~windowkeeper.session.steps.SummarizeTurns` step, which ``steps`` may hold instead;
     ``keep_recent_tokens`` is the verbatim tail a fold keeps (default: a quarter of the limit,
-    at most 8,000; at most half the limit);
+    at most 8,000; at most half the limit); ``summarizer_timeout`` the seconds a summarizer may
+    take before the fold goes ahead with the ledger alone (None: no limit);
     ``task_dir`` persists everything: each call that changes the session (``append``, ``extend``,
     ``record_usage``, ``prepare``, ``rollback``) has written it when it returns, so reopening the
     folder resumes exactly where the last call left; ``clock`` returns milliseconds since the
@@ -217,6 +224,7 @@ class ContextSession:
         summarize: bool | Literal["in-band"] | Summarizer | AsyncSummarizer = False,
         keep_recent_tokens: int | None = None,
         in_band_at: float | None = None,
+        summarizer_timeout: float | None = 180.0,
     ) -> None:
         self._info = window_of(context_window, model)
         if task_dir is not None and store is not None:
@@ -238,7 +246,12 @@ class ContextSession:
             count_argument("mask_keep_recent", mask_keep_recent)
         self._shrink_target = share("shrink_target", shrink_target)
         self._steps, self._compaction = _shrink_steps(
-            steps, summarize, mask_keep_recent, keep_recent_tokens, in_band_at
+            steps,
+            summarize,
+            mask_keep_recent=mask_keep_recent,
+            keep_recent_tokens=keep_recent_tokens,
+            in_band_at=in_band_at,
+            timeout=summarizer_timeout,
         )
         if keep_recent_tokens is not None and keep_recent_tokens > self._info.max_allowed_size / 2:
             raise ConfigurationError(
@@ -535,10 +548,15 @@ class ContextSession:
                 step is None or step.summarizer is None
             ):  # pragma: no cover - only the step raises it
                 raise ConfigurationError("a step asked for a summary, but none can be awaited")
+            step.failure = None
             try:
-                summary = await step.summarizer(request)  # type: ignore[misc]
+                summary = await asyncio.wait_for(
+                    step.summarizer(request),  # type: ignore[arg-type]
+                    step.timeout,
+                )
             except Exception as error:  # no summary: the ledger stands in
                 step.last_error = error
+                step.failure = failure_reason(error, step.timeout)
                 summary = None
             step.ready = (request.messages, summary if isinstance(summary, str) else None)
         raise AssertionError("unreachable: the second attempt had its summary")  # pragma: no cover
@@ -556,8 +574,8 @@ class ContextSession:
         if compaction is not None:
             compaction.configure(limit)
             state, adopted = compaction.adopt(state, history)
-            if adopted is not None:
-                actions.append(adopted)
+            state, resumed = compaction.resumed(state, len(history))
+            actions += [action for action in (adopted, resumed) if action is not None]
         state, view, arrived = self._arrive(state)
         if arrived is not None:
             actions.append(arrived)
@@ -730,7 +748,24 @@ class ContextSession:
                     if covered is not None:
                         draft.state = covered
                     draft.refresh()
-            draft.state = compaction.counted(draft.state, shrunk)
+            for _round in range(4):  # a fold that always fits: its text gives way first
+                if draft.estimate <= limit:
+                    break
+                tightened = compaction.tightened(draft.state, history, draft.estimate - int(limit))
+                if tightened is None:
+                    break
+                draft.state = tightened
+                draft.refresh()
+                shrunk.append(
+                    Action(
+                        "continuation-clipped",
+                        deleted_range=draft.state.deleted_range,
+                        reason="the summary and ledger were cut to fit the window",
+                    )
+                )
+            draft.state, paused = compaction.counted(draft.state, shrunk, len(history))
+            if paused is not None:
+                shrunk.append(paused)
         return draft, shrunk
 
     def _ticked(self, state: SessionState) -> SessionState:

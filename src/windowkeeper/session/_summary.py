@@ -28,6 +28,7 @@ from typing import Any
 from .._errors import MalformedMessageError
 from ..core._condense import SUMMARY_SECTIONS
 from ..core._messages import Message
+from ._clipping import clip_text
 from ._ledger import LEDGER_HEADING, Ledger, clip, missing_must_keep, render_ledger
 
 __all__ = [
@@ -261,6 +262,8 @@ def summary_messages(
 # -- the text that replaces the folded turns ---------------------------------------------------
 
 _REINSTATED_CHARS = 300
+_INSTRUCTION_CHARS = 8_000  # the latest instruction comes back verbatim up to this
+_LATEST = "latest user instruction"  # its label in the ledger's must-keep items
 
 
 def checked_summary(summary: str, ledger: Ledger) -> str:
@@ -275,35 +278,83 @@ def checked_summary(summary: str, ledger: Ledger) -> str:
     missing = missing_must_keep(summary, ledger)
     if not missing:
         return summary
-    lines = [f"- {label}: {clip(item, _REINSTATED_CHARS)}" for label, item in missing]
+    lines = [
+        f"- {label}: {clip_text(item.strip(), _INSTRUCTION_CHARS) if label == _LATEST else clip(item, _REINSTATED_CHARS)}"
+        for label, item in missing
+    ]
     return f"{summary}\n\nAdded from the ledger (missing from the summary above):\n" + "\n".join(
         lines
     )
 
 
-def continuation(summary: str | None, ledger: Ledger) -> str:
+_SUMMARIZED = (
+    "[windowkeeper: earlier turns of this conversation were replaced by the summary below,"
+    " followed by the state of work computed from the full history. Go on with the work"
+    " from there.]"
+)
+_REMOVED = (
+    "[windowkeeper: earlier turns of this conversation were removed to fit the context"
+    " window. No summary of them is available; the state of work below was computed"
+    " from the full history.]"
+)
+_MIN_SUMMARY_CHARS = 200  # below this, a clipped summary says too little to be worth its notice
+# Ledger lines that may go, in this order, when a continuation must fit a budget: the oldest
+# commands, then the oldest earlier instructions, then the reads and the last statement. The
+# task, the latest instruction and the files edited always stay.
+_DROPPABLE = ("- `", "- ", "Files read: ", "Last statement of the assistant: ")
+
+
+def continuation(summary: str | None, ledger: Ledger, *, max_chars: int | None = None) -> str:
     """The text placed right after messages 0-1 once earlier turns are folded.
 
     With a summary: a line saying the earlier conversation was summarized, the checked summary
     (:func:`checked_summary`), then the rendered ledger. With ``summary`` None or blank (no
     summarizer, an empty reply, an error): a line saying the earlier turns were removed, then
-    the ledger alone.
+    the ledger alone. With ``max_chars``, the text is made to fit: the ledger's oldest
+    entries go first, then the summary keeps its head and tail, and only then is the whole
+    text cut (its head and tail kept).
     """
     ledger_text = render_ledger(ledger)
-    if summary is None or not summary.strip():
-        return (
-            "[windowkeeper: earlier turns of this conversation were removed to fit the context"
-            " window. No summary of them is available; the state of work below was computed"
-            " from the full history.]\n\n"
-            f"{ledger_text}"
-        )
-    return (
-        "[windowkeeper: earlier turns of this conversation were replaced by the summary below,"
-        " followed by the state of work computed from the full history. Go on with the work"
-        " from there.]\n\n"
-        f"{checked_summary(summary, ledger)}\n\n"
-        f"{ledger_text}"
-    )
+    text_of_summary = checked_summary(summary, ledger) if summary and summary.strip() else None
+    if max_chars is None:
+        return _joined(text_of_summary, ledger_text)
+    ledger_text = _shortened_ledger(ledger_text, max_chars - len(_joined(text_of_summary, "")))
+    if text_of_summary is not None:
+        room = max_chars - len(_joined("", ledger_text))
+        text_of_summary = clip_text(text_of_summary, room) if room >= _MIN_SUMMARY_CHARS else None
+    text = _joined(text_of_summary, ledger_text)
+    return clip_text(text, max_chars) if len(text) > max_chars else text
+
+
+def _joined(summary: str | None, ledger_text: str) -> str:
+    if summary is None:
+        return f"{_REMOVED}\n\n{ledger_text}"
+    return f"{_SUMMARIZED}\n\n{summary}\n\n{ledger_text}"
+
+
+def _shortened_ledger(text: str, max_chars: int) -> str:
+    """``text`` (a rendered ledger) without its droppable lines, oldest first, until it fits.
+
+    A dropped list item takes its indented continuation lines with it.
+    """
+    if len(text) <= max_chars:
+        return text
+    lines: list[str | None] = list(text.split("\n"))
+    size = len(text)
+    for prefix in _DROPPABLE:
+        for position in range(2, len(lines)):  # the heading and the task stay
+            line = lines[position]
+            if size <= max_chars:
+                break
+            if line is None or not line.startswith(prefix):
+                continue
+            end = position + 1
+            while end < len(lines) and (lines[end] or "").startswith("  "):
+                end += 1
+            for gone in range(position, end):
+                size -= len(lines[gone] or "") + 1
+                lines[gone] = None
+    return "\n".join(line for line in lines if line is not None)
 
 
 def summary_of(text: str) -> str | None:

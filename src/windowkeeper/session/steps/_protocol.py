@@ -47,6 +47,7 @@ class Action:
     tokens_before: int | None = None
     tokens_after: int | None = None
     usage: TokenUsage | None = None  # a summary call's own usage, when its summarizer reports it
+    reason: str | None = None  # why, where the step says more than its name (e.g. no summary)
 
 
 @runtime_checkable

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..._errors import ConfigurationError
@@ -29,7 +29,16 @@ from .._summary import (
 )
 from ._protocol import Action, Draft, newest_turn
 
-__all__ = ["REFOLD", "SummarizeTurns", "SummaryNeeded", "fold_point", "is_async_summarizer"]
+__all__ = [
+    "REFOLD",
+    "SummarizeTurns",
+    "SummaryNeeded",
+    "call_with_timeout",
+    "failure_reason",
+    "fold_point",
+    "is_async_summarizer",
+    "usable_summary",
+]
 
 REFOLD = "refold"  # the step of a fold that asked for no new summary
 
@@ -143,6 +152,7 @@ class SummarizeTurns:
         *,
         keep_recent_tokens: int | None = None,
         in_band: bool = False,
+        timeout: float | None = 180.0,
     ) -> None:
         if in_band and summarizer is not None:
             raise ConfigurationError("an in-band step asks the model itself: give no summarizer")
@@ -156,6 +166,15 @@ class SummarizeTurns:
         self.ready: tuple[tuple[Message, ...], str | None] | None = None
         self.ledgers = LedgerUpTo()
         self.keep = keep_recent_tokens if keep_recent_tokens is not None else 8_000
+        self.budget_chars: int | None = None  # the continuation's budget, set by the session
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+        ):
+            raise ConfigurationError(
+                f"timeout must be a positive number of seconds, got {timeout!r}"
+            )
+        self.timeout = timeout  # seconds a summarizer may take before the ledger stands in
+        self.failure: str | None = None  # why the last fold had no new summary, if it had none
 
     def apply(self, draft: Draft) -> Action | None:
         if draft.folded_now:
@@ -172,17 +191,25 @@ class SummarizeTurns:
             # No new summary now (right after a fold, or while summarizing is paused): the
             # last summary stays, with a ledger that covers the turns folded now.
             kept = draft.previous_summary
-            draft.fold((2, point - 1), continuation(kept, ledger), kept)
+            draft.fold((2, point - 1), self.text(kept, ledger), kept)
             return Action(REFOLD, messages=hidden, deleted_range=(2, point - 1))
+        self.failure = None
         summary = self._summary(folded, draft.continuation, ledger)
-        draft.fold((2, point - 1), continuation(summary, ledger), summary)
+        if summary is None:  # no new summary (none asked for here, or none came): keep the last
+            summary = draft.previous_summary
+        draft.fold((2, point - 1), self.text(summary, ledger), summary)
         usage = getattr(self.summarizer, "last_usage", None)
         return Action(
             self.name,
             messages=hidden,
             deleted_range=(2, point - 1),
             usage=usage if isinstance(usage, TokenUsage) else None,
+            reason=self.failure,
         )
+
+    def text(self, summary: str | None, ledger: Ledger) -> str:
+        """The continuation of ``summary`` and ``ledger``, within the budget when one is set."""
+        return continuation(summary, ledger, max_chars=self.budget_chars)
 
     def _summary(
         self,
@@ -203,14 +230,68 @@ class SummarizeTurns:
             ready, self.ready = self.ready, None
             if ready is None or ready[0] != folded:
                 raise SummaryNeeded(request)
-            summary = ready[1]
+            answer: object = ready[1]
         else:
             try:
-                answer: object = self.summarizer(request)
+                answer = call_with_timeout(self.summarizer, request, self.timeout)
             except Exception as error:  # any failure means "no summary": the ledger stands in
                 self.last_error = error
-                answer = None
-            summary = answer if isinstance(answer, str) else None
-        if summary is None or not summary.strip():
-            return None
+                self.failure = failure_reason(error, self.timeout)
+                return None
+        summary = usable_summary(answer)
+        if summary is None and self.failure is None:
+            self.failure = "the summarizer gave no usable text: folded with the ledger alone"
         return summary
+
+
+def failure_reason(error: BaseException, timeout: float | None) -> str:
+    """What an action says when a summarizer failed with ``error``."""
+    if isinstance(error, TimeoutError):
+        return f"the summarizer did not answer within {timeout:g} s: folded with the ledger alone"
+    return f"the summarizer raised {type(error).__name__}: folded with the ledger alone"
+
+
+def call_with_timeout(
+    summarizer: Callable[[SummaryRequest], object], request: SummaryRequest, timeout: float | None
+) -> object:
+    """``summarizer(request)``, or :class:`TimeoutError` after ``timeout`` seconds (None: wait).
+
+    The call runs in a daemon thread so a summarizer that blocks cannot block ``prepare``
+    forever; Python cannot stop that thread, so its late answer is dropped.
+    """
+    if timeout is None:
+        return summarizer(request)
+    import threading  # noqa: PLC0415 - only a session with a summarizer pays for it
+
+    outcome: list[object] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(summarizer(request))
+        except BaseException as error:  # handed to the caller's thread below
+            failed.append(error)
+
+    worker = threading.Thread(target=run, name="windowkeeper-summarizer", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError(f"the summarizer did not answer within {timeout:g} s")
+    if failed:
+        raise failed[0]
+    return outcome[0] if outcome else None
+
+
+def usable_summary(summary: object) -> str | None:
+    """``summary`` if it is text a provider and every backend accept, else None.
+
+    Blank text, anything not a string, a NUL character or a lone surrogate (which no JSON
+    encoder of a request or a database accepts) all mean "no summary": never stored, never sent.
+    """
+    if not isinstance(summary, str) or not summary.strip() or "\x00" in summary:
+        return None
+    try:
+        summary.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+    return summary
