@@ -297,6 +297,7 @@ _REMOVED = (
     " window. No summary of them is available; the state of work below was computed"
     " from the full history.]"
 )
+_CUT_NOTICE = 100  # room for the notice clip_text puts where it cut
 _MIN_SUMMARY_CHARS = 200  # below this, a clipped summary says too little to be worth its notice
 # Ledger lines that may go, in this order, when a continuation must fit a budget: the oldest
 # commands, then the oldest earlier instructions, then the reads and the last statement. The
@@ -321,9 +322,10 @@ def continuation(summary: str | None, ledger: Ledger, *, max_chars: int | None =
     ledger_text = _shortened_ledger(ledger_text, max_chars - len(_joined(text_of_summary, "")))
     if text_of_summary is not None:
         room = max_chars - len(_joined("", ledger_text))
+        room -= _CUT_NOTICE  # clip_text's notice comes on top of what it keeps
         text_of_summary = clip_text(text_of_summary, room) if room >= _MIN_SUMMARY_CHARS else None
     text = _joined(text_of_summary, ledger_text)
-    return clip_text(text, max_chars) if len(text) > max_chars else text
+    return clip_text(text, max(max_chars - _CUT_NOTICE, 0)) if len(text) > max_chars else text
 
 
 def _joined(summary: str | None, ledger_text: str) -> str:

@@ -193,7 +193,6 @@ class SummarizeTurns:
             kept = draft.previous_summary
             draft.fold((2, point - 1), self.text(kept, ledger), kept)
             return Action(REFOLD, messages=hidden, deleted_range=(2, point - 1))
-        self.failure = None
         summary = self._summary(folded, draft.continuation, ledger)
         if summary is None:  # no new summary (none asked for here, or none came): keep the last
             summary = draft.previous_summary
@@ -232,6 +231,7 @@ class SummarizeTurns:
                 raise SummaryNeeded(request)
             answer: object = ready[1]
         else:
+            self.failure = None
             try:
                 answer = call_with_timeout(self.summarizer, request, self.timeout)
             except Exception as error:  # any failure means "no summary": the ledger stands in
