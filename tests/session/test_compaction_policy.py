@@ -23,8 +23,9 @@ from windowkeeper import (
     TokenUsage,
     validate_messages,
 )
+from windowkeeper.session import Checkpoint, Fold, SessionState
 from windowkeeper.session._compaction import Compaction
-from windowkeeper.session._state import SessionState
+from windowkeeper.session._request import FOLDED_RESULT
 from windowkeeper.session.steps import (
     Action,
     ClipLargeBlocks,
@@ -386,3 +387,145 @@ def test_usage_recorded_does_not_change_the_rules() -> None:
         request = session.prepare(max_output_tokens=500)
         session.record_usage(TokenUsage(tokens_in=true_tokens(request.messages), tokens_out=10))
         _valid(request)
+
+
+class TestEdgesOfTheWindow:
+    """Real traces at small windows: a system prompt that takes a third of the limit, long tasks."""
+
+    SYSTEM = "You are a support agent. " + "Follow the policy to the letter. " * 250
+    TASK_TEXT = "My booking needs changing. " + "Here are all the details of what I need. " * 30
+
+    def _conversation(self) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": self.TASK_TEXT}]
+        for turn in range(24):
+            messages += [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": f"Let me look up reservation {turn}."},
+                        {
+                            "type": "tool_use",
+                            "id": f"c{turn}",
+                            "name": "get_reservation",
+                            "input": {"reservation_id": f"R{turn:04d}"},
+                        },
+                    ],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": f"c{turn}",
+                            "content": f"reservation R{turn:04d}: " + "seat, fare, segment; " * 40,
+                        },
+                        {"type": "text", "text": f"Keep instruction {turn} in mind: economy only."},
+                    ],
+                },
+            ]
+        return messages
+
+    @pytest.mark.parametrize(
+        "summarize", [True, "in-band", lambda request: "The customer wants economy. " * 400]
+    )
+    def test_compaction_never_refuses_what_the_default_sends(self, summarize: Any) -> None:
+        default = ContextSession(6_000, max_output_tokens=300, clock=Clock())
+        compacting = ContextSession(
+            6_000, max_output_tokens=300, clock=Clock(), summarize=summarize
+        )
+        sent = 0
+        for index, message in enumerate(self._conversation()):
+            if message["role"] == "assistant" and index > 0:
+                try:
+                    default.prepare(system=self.SYSTEM)
+                except ContextOverflowError:
+                    continue
+                request = compacting.prepare(system=self.SYSTEM)
+                assert [
+                    v for v in validate_messages(request.messages) if v.rule != "empty-content"
+                ] == []
+                sent += 1
+            default.append(message)
+            compacting.append(message)
+        assert sent > 10
+
+    def test_a_summary_longer_than_what_it_replaces_leaves_every_request_valid(self) -> None:
+        session = ContextSession(
+            32_000, summarize="in-band", max_output_tokens=1_000, clock=Clock()
+        )
+        session.append({"role": "user", "content": "Make the test suite pass."})
+        checked = 0
+        for turn in range(40):
+            session.append(
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": f"Running the tests (turn {turn})."},
+                        {
+                            "type": "tool_use",
+                            "id": f"call_{turn}",
+                            "name": "run",
+                            "input": {"command": "pytest"},
+                        },
+                    ],
+                }
+            )
+            session.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": f"call_{turn}",
+                            "content": "test PASSED\n" * 950,
+                        }
+                    ],
+                }
+            )
+            request = session.prepare()
+            while request.summary_requested:
+                folded = len(str(request.messages[2:]))
+                session.append(
+                    {"role": "assistant", "content": "Kept: every path. " * (folded // 12)}
+                )
+                request = session.prepare()
+                assert request.messages[-1]["role"] == "user"
+                assert [
+                    v for v in validate_messages(request.messages) if v.rule != "empty-content"
+                ] == []
+                checked += 1
+        assert checked
+
+
+def test_a_fold_with_nothing_left_after_it_still_sends_its_continuation() -> None:
+    """Everything after message 1 hidden or an excluded summary reply: the continuation is the
+    last message, answering message 1's tool call (else the request ends with a bare tool_use)."""
+    session = _session(20_000, summarize="in-band")
+    session.extend(
+        [
+            TASK,
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "a1", "name": "ls", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "a1", "content": "x"}],
+            },
+            {"role": "assistant", "content": "The summary."},
+        ]
+    )
+    state = SessionState(deleted_range=(2, 2)).with_compaction(
+        fold=Fold(2, "FOLDED TEXT", "The summary."), excluded=(3,)
+    )
+    session.rollback(Checkpoint(history_length=4, state=state, store_json="[]", timestamp=0))
+    request = session.prepare()
+    assert request.messages[2:] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "a1", "content": FOLDED_RESULT},
+                {"type": "text", "text": "FOLDED TEXT"},
+            ],
+        }
+    ]
