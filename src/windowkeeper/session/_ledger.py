@@ -652,6 +652,11 @@ def render_ledger(ledger: Ledger) -> str:
     if ledger.latest_instruction is not None:
         lines.append(f"Latest user instruction: {_one_block(ledger.latest_instruction)}")
     lines.append(f"Files edited: {', '.join(ledger.files_edited) or 'none'}")
+    if ledger.todos is not None:
+        lines.append("Todo / plan list (latest):")
+        lines.append(f"  {_one_block(ledger.todos)}")
+    if ledger.last_error is not None:
+        lines.append(f"Last unresolved error: {_one_block(ledger.last_error)}")
     reads, earlier = _latest(ledger.files_read, _SHOWN_READS)
     if reads:
         more = f" (and {earlier} more)" if earlier else ""
