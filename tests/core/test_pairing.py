@@ -7,8 +7,14 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import Violation, ensure_tool_results_follow_tool_use, validate_messages
+from windowkeeper import (
+    ContextManager,
+    Violation,
+    ensure_tool_results_follow_tool_use,
+    validate_messages,
+)
 from windowkeeper.core._notices import RESULT_MISSING
+from windowkeeper.core._pairing import RepairMemo, results_follow_tool_use_keeping_text
 from windowkeeper.rules._anthropic import (
     EMPTY_CONTENT,
     FIRST_NOT_USER,
@@ -256,3 +262,62 @@ class TestThinkingRules:
         """Only assistant messages carry thinking."""
         blocks = [{"type": "thinking", "thinking": "hmm", "signature": "s"}]
         assert self._rules(blocks, role="user") == ["thinking-in-user"]
+
+
+WORDS = "Switch the database to PostgreSQL 14."
+
+
+class TestKeepingText:
+    """The session's repair: a string-content user message keeps its words after the results."""
+
+    def test_the_original_drops_the_words(self) -> None:
+        """The faithful repair replaces a string content by the placeholders (as recorded)."""
+        repaired = _repair_after(A([TU("a")]), U(WORDS))
+        assert repaired["content"] == [TR("a", RESULT_MISSING)]
+
+    @pytest.mark.parametrize(
+        ("following", "expected"),
+        [
+            (U(WORDS), [TR("a", RESULT_MISSING), T(WORDS)]),
+            (U(""), [TR("a", RESULT_MISSING)]),
+            (U([T(WORDS)]), [TR("a", RESULT_MISSING), T(WORDS)]),
+            (U([TR("a")]), None),  # already answered: left as it is
+        ],
+    )
+    def test_keeping_text(self, following: Message, expected: list[Any] | None) -> None:
+        """Placeholders first, then the user's text; a well-answered message is unchanged."""
+        history = [U("task"), A([TU("a")]), following]
+        before = copy.deepcopy(history)
+        repaired = results_follow_tool_use_keeping_text(history)
+        assert history == before
+        if expected is None:
+            assert repaired[2] is following
+        else:
+            assert repaired[2]["content"] == expected
+
+    def test_the_memo_agrees(self) -> None:
+        """RepairMemo(keep_text=True) gives what the function gives, and reuses its copies."""
+        history = [U("task"), A([TU("a")]), U(WORDS), A("ok")]
+        memo = RepairMemo(keep_text=True)
+        first = memo.repair(history)
+        assert first == results_follow_tool_use_keeping_text(history)
+        assert memo.repair([*history, U("more")])[2] is first[2]
+        assert RepairMemo().repair(history) == ensure_tool_results_follow_tool_use(history)
+
+    def test_the_manager_keeps_the_words_after_the_cut(self) -> None:
+        """With keep_user_text, the first message after the hidden range keeps its words and
+        the request is valid; the default manager stays faithful."""
+        history = [
+            U("Build the service."),
+            A([TU("a1", "bash", command="ls")]),
+            U([TR("a1", "x")]),
+            A("Step 1 is done."),
+            U(WORDS),
+            A([TU("a2", "bash", command="ls")]),
+            U([TR("a2", "y")]),
+        ]
+        kept = ContextManager(keep_user_text=True).get_truncated_messages(history, (2, 3))
+        assert kept[2]["content"] == [TR("a1", RESULT_MISSING), T(WORDS)]
+        assert validate_messages(kept) == []
+        faithful = ContextManager().get_truncated_messages(history, (2, 3))
+        assert faithful[2]["content"] == [TR("a1", RESULT_MISSING)]

@@ -82,15 +82,19 @@ class ContextManager:
     """The original's ContextManager: decides what each request sends, keeps the overwrite store.
 
     ``detector`` finds duplicate file reads; the default is the original's
-    (:class:`~windowkeeper.core._file_reads.ClineReadDetector`).
+    (:class:`~windowkeeper.core._file_reads.ClineReadDetector`). ``keep_user_text``: the
+    pairing repair keeps a string-content user message's text after the ``result missing``
+    results it adds (the original drops it; the session turns this on).
     """
 
-    def __init__(self, *, detector: ReadDetector | None = None) -> None:
+    def __init__(
+        self, *, detector: ReadDetector | None = None, keep_user_text: bool = False
+    ) -> None:
         self.store = OverwriteStore()
         self.detector: ReadDetector = detector if detector is not None else ClineReadDetector()
         self.last_load: LoadReport | None = None
         self._checks = CheckMemo()
-        self._repairs = RepairMemo()
+        self._repairs = RepairMemo(keep_text=keep_user_text)
         self._edits = OverwriteMemo()
         self.last_replaced: frozenset[int] = frozenset()
         """Messages whose older file copies the latest duplicate-read replacement changed."""

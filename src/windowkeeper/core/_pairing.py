@@ -4,6 +4,11 @@
 next user message gets its tool_results in tool_use order, results for unknown ids dropped, and a
 ``result missing`` placeholder for each call left unanswered. What a provider would reject is
 reported by :mod:`windowkeeper.rules`.
+
+The original empties a user message whose content is a string before it adds the placeholders,
+so the user's words in it are lost (the conformance vectors record that). The session keeps
+them: :func:`results_follow_tool_use_keeping_text` and ``RepairMemo(keep_text=True)`` put the
+text after the placeholders instead.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ __all__ = [
     "PairMemo",
     "RepairMemo",
     "ensure_tool_results_follow_tool_use",
+    "results_follow_tool_use_keeping_text",
 ]
 
 
@@ -97,18 +103,21 @@ def ensure_tool_results_follow_tool_use(messages: Sequence[Message]) -> list[Mes
     last message, a tool_use followed by another assistant message, and tool_results after a
     message without tool_use.
     """
+    return _repaired_list(messages, keep_text=False)
+
+
+def results_follow_tool_use_keeping_text(messages: Sequence[Message]) -> list[Message]:
+    """:func:`ensure_tool_results_follow_tool_use`, except that a user message whose content
+    is a string keeps it, as a text block after the results (the original drops it)."""
+    return _repaired_list(messages, keep_text=True)
+
+
+def _repaired_list(messages: Sequence[Message], *, keep_text: bool) -> list[Message]:
     output = list(messages)
     for position in range(len(output) - 1):
-        ids = _tool_use_ids(output[position])
-        if not ids:
-            continue
-        following = output[position + 1]
-        if not isinstance(following, dict) or following.get("role") != "user":
-            continue
-        content = following.get("content")
-        repaired = _repaired_results(ids, content if isinstance(content, list) else [])
+        repaired = _repaired_message(output[position], output[position + 1], keep_text=keep_text)
         if repaired is not None:
-            output[position + 1] = {**following, "content": repaired}
+            output[position + 1] = repaired
     return output
 
 
@@ -178,25 +187,38 @@ class PairMemo:
 
 
 class RepairMemo(PairMemo):
-    """:func:`ensure_tool_results_follow_tool_use`, remembering its work (see :class:`PairMemo`)."""
+    """:func:`ensure_tool_results_follow_tool_use`, remembering its work (see :class:`PairMemo`).
+
+    With ``keep_text``, :func:`results_follow_tool_use_keeping_text` instead.
+    """
 
     __slots__ = ()
 
-    def __init__(self) -> None:
-        super().__init__(_repaired_message)
+    def __init__(self, *, keep_text: bool = False) -> None:
+        super().__init__(_repaired_keeping_text if keep_text else _repaired_message)
 
     def repair(self, messages: Sequence[Message]) -> list[Message]:
         """The same result as :func:`ensure_tool_results_follow_tool_use` on ``messages``."""
         return self.apply(messages)
 
 
-def _repaired_message(message: Any, following: Any) -> Message | None:
+def _repaired_message(message: Any, following: Any, *, keep_text: bool = False) -> Message | None:
     ids = _tool_use_ids(message)
     if not ids or not isinstance(following, dict) or following.get("role") != "user":
         return None
     content = following.get("content")
-    repaired = _repaired_results(ids, content if isinstance(content, list) else [])
+    if isinstance(content, list):
+        blocks = content
+    elif keep_text and isinstance(content, str) and content:
+        blocks = [{"type": "text", "text": content}]
+    else:
+        blocks = []  # the original: a string content is dropped
+    repaired = _repaired_results(ids, blocks)
     return None if repaired is None else {**following, "content": repaired}
+
+
+def _repaired_keeping_text(message: Any, following: Any) -> Message | None:
+    return _repaired_message(message, following, keep_text=True)
 
 
 def _orphans_as_text(message: Any, following: Any) -> Message | None:

@@ -4,7 +4,8 @@ The original accepts histories with two user (or two assistant) messages in a ro
 as they are; a provider may reject such a request, and the validator reports it. The session
 merges each such run into one message before sending: string contents become text blocks,
 tool_result blocks move to the front of a merged user message, and the pairing repair runs again
-so that a tool_use of a merged assistant message is still answered.
+so that a tool_use of a merged assistant message is still answered (keeping the text of a user
+message given as a string, which the original drops).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from ..core._messages import Message, shared_prefix
 from ..core._notices import RESULT_MISSING
-from ..core._pairing import ensure_tool_results_follow_tool_use
+from ..core._pairing import results_follow_tool_use_keeping_text
 
 __all__ = ["RoleMerger", "merge_same_roles"]
 
@@ -37,7 +38,7 @@ def merge_same_roles(messages: Sequence[Message]) -> list[Message]:
             merged[-1] = _merged(merged[-1], message)
         else:
             merged.append(message)
-    return ensure_tool_results_follow_tool_use(merged)
+    return results_follow_tool_use_keeping_text(merged)
 
 
 def _blocks(content: Any) -> list[Any]:

@@ -8,19 +8,26 @@ from the messages themselves, so it is exact, reproducible and free. It lists
   instruction, verbatim: plain user text, and the user's words that Cline wraps in
   ``<feedback>``, ``<answer>`` or ``<user_message>`` inside its tool-result texts; never tool
   results or the agent's own boilerplate (``<environment_details>``, ``[TASK RESUMPTION]``, ...);
+  A user's text after tool results in the same message (a tool_result block, or a Cline
+  result text) is an instruction too; the agent's own texts (``<system-reminder>``, Claude
+  Code's continuation notice and interruption markers, Cline's notices) are not;
 - the files read and the files edited, from native tool calls (``read_file``, ``Read``,
-  ``str_replace_editor``, ``write_to_file``, ``Edit``, ``apply_patch``, shell reads such as
-  ``cat FILE``) and from Cline's result headers (``[read_file for 'x'] Result:``,
-  ``[write_to_file for 'x'] Result:``, ``[replace_in_file for 'x'] Result:``); an edit counts when
-  it was asked for, whether or not it succeeded (a history does not always say);
+  ``str_replace_editor``, ``write_to_file``, ``Edit``, shell reads such as ``cat FILE``), from
+  the patch texts of ``apply_patch``-style tools and the redirections, ``tee`` and ``sed -i`` of
+  shell commands (:mod:`~windowkeeper.session._writes`), from Cline's and Roo's XML tool calls
+  in assistant text and from their result headers (``[read_file for 'x'] Result:``,
+  ``[write_to_file for 'x'] Result:``); an edit counts when it was asked for, whether or not it
+  succeeded (a history does not always say);
+- the latest todo / plan list (:func:`~windowkeeper.session._work_items.todo_state`) and the
+  last failed tool call not followed by a success of the same call;
 - the shell commands run, the tool calls still waiting for a result, and the assistant's last
   statement (its intent).
 
-Each list is in the order first seen, without repeats; long texts are clipped. A
-:class:`LedgerBuilder` reads one message at a time (``feed``), so a session can keep its ledger
-up to date on every append at the cost of the new message only; :func:`build_ledger` feeds a
-whole history. Cline's XML tool calls inside assistant text are not parsed: their results'
-headers carry the same facts. Nothing here modifies a message.
+Each list is in the order first seen, without repeats; long texts are clipped (an instruction
+longer than :data:`INSTRUCTION_CHARS` keeps its head and its tail, with a note of what was cut).
+A :class:`LedgerBuilder` reads one message at a time (``feed``), so a session can keep its
+ledger up to date on every append at the cost of the new message only; :func:`build_ledger`
+feeds a whole history. Nothing here modifies a message.
 """
 
 from __future__ import annotations
@@ -35,9 +42,12 @@ from typing import Any
 
 from ..core._cline_text import EDIT_TOOLS, READ_TOOL, parse_header
 from ..core._messages import Message
+from ._cline_calls import xml_tool_calls
 from ._native_reads import DEFAULT_READ_TOOLS, DEFAULT_SHELL_TOOLS, normalize_path
 from ._native_results import _RESULT_HEADER, _same_tool
 from ._shell_reads import shell_read_path
+from ._work_items import result_failed, todo_state
+from ._writes import patch_paths, shell_write_paths
 
 __all__ = [
     "DEFAULT_EDIT_TOOLS",
@@ -46,6 +56,7 @@ __all__ = [
     "LedgerBuilder",
     "build_ledger",
     "clip",
+    "head_and_tail",
     "missing_items",
     "missing_must_keep",
     "must_keep",
@@ -55,8 +66,8 @@ __all__ = [
 
 TASK_CHARS = 2_000
 """The task is kept up to this many characters."""
-INSTRUCTION_CHARS = 1_000
-"""Each user instruction is kept up to this many characters."""
+INSTRUCTION_CHARS = 8_000
+"""Each user instruction is kept whole up to this many characters (beyond, head and tail)."""
 COMMAND_CHARS = 300
 """Each shell command is kept up to this many characters."""
 INTENT_CHARS = 600
@@ -65,6 +76,10 @@ EARLIER_INSTRUCTION_CHARS = 300
 """In a rendered ledger, the instructions before the latest are shown up to this many characters."""
 CALL_CHARS = 160
 """An unanswered call is described in up to this many characters."""
+TODO_CHARS = 4_000
+"""The latest todo / plan list is kept up to this many characters."""
+ERROR_CHARS = 600
+"""The last unresolved error is kept up to this many characters."""
 
 DEFAULT_EDIT_TOOLS: Mapping[str, tuple[str, ...]] = {
     "write_to_file": ("path", "absolutePath"),  # Cline
@@ -80,6 +95,9 @@ DEFAULT_EDIT_TOOLS: Mapping[str, tuple[str, ...]] = {
     "apply_diff": ("path",),  # Roo
     "insert_content": ("path",),
     "search_and_replace": ("path",),
+    "write": ("filePath", "file_path", "path"),  # OpenCode
+    "edit": ("filePath", "file_path", "path"),
+    "multiedit": ("filePath", "file_path", "path"),
 }
 """Tool name -> the input keys that may hold the path, for tools that change a file."""
 
@@ -88,8 +106,9 @@ _EDITOR_TOOLS = frozenset(
     {"str_replace_editor", "str_replace_based_edit_tool", "text_editor", "file_editor"}
 )
 _EDITOR_PATH_KEYS = ("path", "file_path")
-_PATCH_TOOLS = frozenset({"apply_patch"})  # Codex: the patch names the files it changes
-_PATCH_KEYS = ("input", "patch")
+# Tools whose input is a patch text (Codex "input", OpenCode "patchText"): the patch names the
+# files. A tool counts when its name says "patch"; every string value is read.
+_PATCH_WORD = "patch"
 # Tools whose results are file contents or listings: the user's words are not looked for there.
 _CONTENT_TOOLS = frozenset({READ_TOOL, "search_files", "list_files", "list_code_definition_names"})
 _COMMAND_TOOL = "execute_command"  # Cline's result header names the command it ran
@@ -100,6 +119,12 @@ _MACHINERY = (
     "<environment_context>",
     "<user_instructions>",
     "<system-reminder>",
+    "This session is being continued from a previous conversation",
+    "[Request interrupted by user",
+    "<user-prompt-submit-hook>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<turn_aborted>",
     "<command-name>",
     "<command-message>",
     "<local-command-",
@@ -112,7 +137,21 @@ _MACHINERY = (
     "# task_progress",
     "Files attached by the user:",
     "(The user did not provide",
+    # Cline's notices after a tool result
+    "The user has provided feedback on the results",
+    "The user denied this operation",
+    "The user approved this operation",
+    "[The user has switched to",
+    "Tool [",
+    "Skipping tool",
+    "Command failed with exit code",
+    "Command executed",
+    "New instructions for task continuation",
+    "New message to respond to with",
+    "The user provided the following feedback",
 )
+# Elements the agent inserts into a user's text: removed before the text is read.
+_INSERTED = ("system-reminder", "environment_details", "user-prompt-submit-hook")
 
 
 @cache
@@ -127,8 +166,9 @@ def _task_element() -> re.Pattern[str]:
 
 
 @cache
-def _patch_file() -> re.Pattern[str]:
-    return re.compile(r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to): (.+?)\s*$", re.MULTILINE)
+def _inserted() -> re.Pattern[str]:
+    tags = "|".join(map(re.escape, _INSERTED))
+    return re.compile(rf"<({tags})>.*?(?:</\1>|\Z)", re.DOTALL)
 
 
 def clip(text: str, limit: int) -> str:
@@ -139,13 +179,26 @@ def clip(text: str, limit: int) -> str:
     return text[: max(limit - 1, 0)].rstrip() + "…"
 
 
+def head_and_tail(text: str, limit: int) -> str:
+    """``text`` stripped; when longer than ``limit``, its head and its tail (about
+    ``limit`` characters in all) around a line saying how many characters were cut."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 80, 2)
+    head, tail = text[: keep - keep // 3], text[len(text) - keep // 3 :]
+    cut = len(text) - len(head) - len(tail)
+    return f"{head.rstrip()}\n[… {cut:,} characters cut here …]\n{tail.lstrip()}"
+
+
 @dataclass(frozen=True, slots=True)
 class Ledger:
     """The state of work of a history (see the module docstring).
 
     ``latest_instruction`` is the user's most recent instruction, even when it repeats an
     earlier one (``instructions`` lists each only where first seen); ``messages`` is how many
-    messages were read.
+    messages were read; ``todos`` is the list the latest todo / plan call set; ``last_error``
+    describes the last failed call not followed by a success of the same call.
     """
 
     task: str = ""
@@ -157,12 +210,15 @@ class Ledger:
     intent: str | None = None
     latest_instruction: str | None = None
     messages: int = 0
+    todos: str | None = None
+    last_error: str | None = None
 
 
 @dataclass(slots=True)
 class _Call:
     name: Any
     description: str
+    key: str  # what makes a later call "the same call" (tool and path or command)
 
 
 class _Ordered:
@@ -198,6 +254,7 @@ class LedgerBuilder:
         "_count",
         "_edit_tools",
         "_edited",
+        "_error",
         "_instructions",
         "_intent",
         "_last_role",
@@ -208,6 +265,7 @@ class LedgerBuilder:
         "_read_tools",
         "_shell_tools",
         "_task",
+        "_todos",
     )
 
     def __init__(
@@ -230,6 +288,8 @@ class LedgerBuilder:
         self._pending: dict[Any, _Call] = {}
         self._intent: str | None = None
         self._last_role: Any = None
+        self._todos: str | None = None
+        self._error: tuple[str, str] | None = None  # (call key, description)
         self._ledger: Ledger | None = Ledger()
 
     @property
@@ -247,6 +307,7 @@ class LedgerBuilder:
         twin._edited, twin._commands = self._edited.copy(), self._commands.copy()
         twin._pending = dict(self._pending)
         twin._intent, twin._last_role, twin._ledger = self._intent, self._last_role, self._ledger
+        twin._todos, twin._error = self._todos, self._error
         return twin
 
     def feed(self, message: Mapping[str, Any]) -> None:
@@ -292,6 +353,8 @@ class LedgerBuilder:
                 intent=self._intent,
                 latest_instruction=self._latest,
                 messages=self._count,
+                todos=self._todos,
+                last_error=None if self._error is None else self._error[1],
             )
         return self._ledger
 
@@ -308,15 +371,23 @@ class LedgerBuilder:
                 text = block.get("text")
                 if isinstance(text, str) and text.strip():
                     self._intent = clip(text, INTENT_CHARS)
+                    for tool, parameters in xml_tool_calls(text):
+                        self._call(tool, parameters)
             elif kind == "tool_use":
                 name, tool_input = block.get("name"), block.get("input")
                 what = self._call(name, tool_input if isinstance(tool_input, dict) else {})
                 call_id = block.get("id")
                 if call_id is not None:
-                    self._pending[call_id] = _Call(name, _describe(name, what, tool_input))
+                    label = name if isinstance(name, str) else "?"
+                    self._pending[call_id] = _Call(
+                        name, _describe(name, what, tool_input), f"{label} {what or ''}".strip()
+                    )
 
-    def _call(self, name: Any, tool_input: dict[str, Any]) -> str | None:
+    def _call(self, name: Any, tool_input: Mapping[str, Any]) -> str | None:
         """Record what a tool call reads, edits or runs; the path or command it names, if any."""
+        todos = todo_state(name, tool_input)
+        if todos is not None:
+            self._todos = clip(todos, TODO_CHARS)
         if not isinstance(name, str):
             return None
         if name in _EDITOR_TOOLS:
@@ -332,9 +403,10 @@ class LedgerBuilder:
             if path is not None:
                 self._edited.add(path, normalize_path(path))
             return path
-        if name in _PATCH_TOOLS:
-            patch = _first(tool_input, _PATCH_KEYS)
-            self._patched(patch)
+        if _PATCH_WORD in name.casefold():
+            for value in tool_input.values():
+                if isinstance(value, str):
+                    self._patched(value)
             return None
         keys = self._read_tools.get(name)
         if keys is not None:
@@ -356,8 +428,10 @@ class LedgerBuilder:
             line = command
         else:
             return None
-        if "*** Begin Patch" in line:
+        if "*** Begin Patch" in line or "\n+++ " in line:
             self._patched(line)
+        for path in shell_write_paths(line):
+            self._edited.add(path, normalize_path(path))
         read = shell_read_path(command)
         if read is not None:
             self._read.add(read, normalize_path(read))
@@ -366,52 +440,67 @@ class LedgerBuilder:
 
     def _patched(self, patch: str | None) -> None:
         if patch:
-            for match in _patch_file().finditer(patch):
-                self._edited.add(match.group(1), normalize_path(match.group(1)))
+            for path in patch_paths(patch):
+                self._edited.add(path, normalize_path(path))
 
     # -- user messages: results, headers, the user's words -----------------------------------
 
     def _user(self, blocks: list[Any]) -> None:
-        in_result = False  # after a result, plain texts continue it (Cline's older layout)
+        # Cline's older layout: a text that is only a result header has the result in the next
+        # text. Any other text after a result (a tool_result block, a header with its result)
+        # is read as the user's words unless it is the agent's own.
+        continues = False
         for block in blocks:
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
             if kind == "tool_result":
-                self._pending.pop(block.get("tool_use_id"), None)
-                for inner in _result_texts(block.get("content")):
+                call = self._pending.pop(block.get("tool_use_id"), None)
+                texts = _result_texts(block.get("content"))
+                for inner in texts:
                     self._text(inner, own=False, answers=False)
-                in_result = True
+                if call is not None:
+                    self._outcome(call.key, "\n".join(texts), block.get("is_error"))
+                continues = False
             elif kind == "text":
                 text = block.get("text")
                 if isinstance(text, str):
-                    in_result = self._text(text, own=not in_result, answers=True) or in_result
+                    continues = self._text(text, own=not continues, answers=True)
 
     def _text(self, text: str, *, own: bool, answers: bool) -> bool:
         """Read a user text: a Cline result header, the user's words, or the agent's boilerplate.
 
         ``own``: a text that is not part of a result, so plain text is the user's words;
         ``answers``: a header here answers a waiting call (not inside a tool_result, which
-        answered its call already). True when the text is a result header.
+        answered its call already). True when the text is a header alone, whose result is the
+        next text.
         """
         header = _RESULT_HEADER.match(text)
         if header is not None:
             tool = header.group(1)
             if answers:
                 self._answer(tool)
-            self._header(tool, text, header.group(0))
+            key = self._header(tool, text, header.group(0))
+            self._outcome(key, text[header.end() :], None)
             if tool in _CONTENT_TOOLS:
-                return True  # file contents and listings: not the user's words
+                return not text[header.end() :].strip()  # contents: not the user's words
             own = False
         found = False
         for match in _user_words().finditer(text):
             found = True
             self._instruction(match.group(2))
         if not found and own:
-            stripped = text.lstrip()
-            if stripped and not stripped.startswith(_MACHINERY):
-                self._instruction(text)
-        return header is not None
+            words = _own_words(text)
+            if words is not None:
+                self._instruction(words)
+        return header is not None and not text[header.end() :].strip()
+
+    def _outcome(self, key: str, text: str, is_error: Any) -> None:
+        """Keep a failed call as the last error; a success of the same call resolves it."""
+        if result_failed(text, is_error=is_error):
+            self._error = (key, clip(f"{key}: {' '.join(text.split())}", ERROR_CHARS))
+        elif self._error is not None and self._error[0] == key:
+            self._error = None
 
     def _answer(self, tool: str) -> None:
         """A text result of Cline's answers the first waiting call of that tool."""
@@ -420,25 +509,41 @@ class LedgerBuilder:
                 del self._pending[call_id]
                 return
 
-    def _header(self, tool: str, text: str, header: str) -> None:
+    def _header(self, tool: str, text: str, header: str) -> str:
+        """Record what a Cline result header names; the key of the call it answers."""
+        start, end = f"[{tool} for '", "'] Result:"
+        what = header[len(start) : -len(end)] if header.startswith(start) else ""
+        key = f"{tool} {what}".strip()
         if tool == _COMMAND_TOOL:
-            start, end = f"[{tool} for '", "'] Result:"
-            if header.startswith(start) and header.endswith(end):
-                self._commands.add(clip(header[len(start) : -len(end)], COMMAND_CHARS))
-            return
+            if what:
+                self._commands.add(clip(what, COMMAND_CHARS))
+                for path in shell_write_paths(what):
+                    self._edited.add(path, normalize_path(path))
+            return key
         parsed = parse_header(text)
         if parsed is None:
-            return
+            return key
         if parsed.tool == READ_TOOL:
             self._read.add(parsed.path, normalize_path(parsed.path))
-        elif parsed.tool in EDIT_TOOLS:
+        elif parsed.tool in EDIT_TOOLS or parsed.tool in self._edit_tools:
             self._edited.add(parsed.path, normalize_path(parsed.path))
+        return key
 
     def _instruction(self, text: str) -> None:
-        words = clip(text, INSTRUCTION_CHARS)
+        words = head_and_tail(text, INSTRUCTION_CHARS)
         if words:
             self._instructions.add(words)
             self._latest = words
+
+
+def _own_words(text: str) -> str | None:
+    """``text`` less the elements the agent inserts, or None when what is left is the agent's."""
+    if "<" in text:
+        text = _inserted().sub("", text)
+    stripped = text.strip()
+    if not stripped or stripped.startswith(_MACHINERY):
+        return None
+    return stripped
 
 
 def _task_text(blocks: list[Any]) -> str:
@@ -454,7 +559,7 @@ def _task_text(blocks: list[Any]) -> str:
         match = _task_element().search(text)
         if match is not None:
             return clip(match.group(1), TASK_CHARS)
-    own = [text for text in texts if text.strip() and not text.lstrip().startswith(_MACHINERY)]
+    own = [words for words in map(_own_words, texts) if words is not None]
     return clip("\n\n".join(own), TASK_CHARS)
 
 
@@ -547,6 +652,11 @@ def render_ledger(ledger: Ledger) -> str:
     if ledger.latest_instruction is not None:
         lines.append(f"Latest user instruction: {_one_block(ledger.latest_instruction)}")
     lines.append(f"Files edited: {', '.join(ledger.files_edited) or 'none'}")
+    if ledger.todos is not None:
+        lines.append("Todo / plan list (latest):")
+        lines.append(f"  {_one_block(ledger.todos)}")
+    if ledger.last_error is not None:
+        lines.append(f"Last unresolved error: {_one_block(ledger.last_error)}")
     reads, earlier = _latest(ledger.files_read, _SHOWN_READS)
     if reads:
         more = f" (and {earlier} more)" if earlier else ""

@@ -18,6 +18,7 @@ from typing import Any
 from ..core._messages import Message, tool_calls_before
 from ..core._overwrites import CONTENT, INPUT, EditType, OverwriteStore, text_update
 from ._clipping import block_size
+from ._writes import patch_headers
 
 __all__ = ["ENVIRONMENT_TAG", "mask_old_context", "placeholder_for"]
 
@@ -45,7 +46,8 @@ def mask_old_context(
 
     Masked: every tool_result but the last ``keep_recent`` and those of the newest turn (the
     user messages after the last assistant one: the model has not seen them yet), long string
-    values in the input of every tool_use but the last ``keep_recent``, and every
+    values in the input of every tool_use but the last ``keep_recent`` (a patch text keeps its
+    lines that name the files it changes), and every
     environment-details block but the newest. A block already edited, or smaller than its
     placeholder, is left as it is.
     """
@@ -105,9 +107,24 @@ def _shortened(tool_input: Any) -> dict[str, Any] | None:
     changed = False
     shortened: dict[str, Any] = {}
     for key, value in tool_input.items():
-        if isinstance(value, str) and len(value) > _INPUT_VALUE_LIMIT:
-            shortened[key] = f"[windowkeeper: {len(value):,} characters removed to save context.]"
+        long = isinstance(value, str) and len(value) > _INPUT_VALUE_LIMIT
+        masked = _masked_value(value) if long else None
+        if masked is not None and len(masked) < len(value):
+            shortened[key] = masked
             changed = True
         else:
             shortened[key] = value
     return shortened if changed else None
+
+
+def _masked_value(value: str) -> str:
+    """The note that replaces a long input value; a patch keeps the lines naming its files.
+
+    The file names of an ``apply_patch``-style input (``*** Update File: x``, ``+++ b/x``) are
+    what the model and the ledger need to know what was changed; the hunks are the bulk.
+    """
+    headers = [value[start:end] for start, end, _ in patch_headers(value)]
+    kept = "\n".join(dict.fromkeys(headers))
+    removed = len(value) - len(kept)
+    note = f"[windowkeeper: {removed:,} characters removed to save context.]"
+    return f"{kept}\n{note}" if kept else note
