@@ -33,9 +33,31 @@ pytest_plugins = ["tests.doubles", "tests.postgres"]
 CORPUS = shared_path("corpus", "raw")
 
 
+# Every skip for want of the third-party corpus says "the corpus" (the fixture below, and the tests
+# that need one trace of it): the summary counts them by that phrase.
+_CORPUS_PHRASE = "the corpus"
+
+
 @pytest.fixture
 def corpus() -> Path:
     """The real agent traces; the test is skipped when they are not beside the checkout."""
     if not CORPUS.is_dir():
-        pytest.skip(f"corpus not present at {CORPUS}")
+        pytest.skip(f"needs {_CORPUS_PHRASE} (not present at {CORPUS})")
     return CORPUS
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    return longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say in one line how many tests did not run because the corpus is not beside the checkout."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    missing = sum(_CORPUS_PHRASE in _skip_reason(report) for report in skipped)
+    if missing:
+        terminalreporter.write_line(
+            f"windowkeeper: {missing} tests skipped for want of ../shared/corpus"
+            f" (the third-party agent traces; looked in {CORPUS})",
+            yellow=True,
+        )

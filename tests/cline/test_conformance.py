@@ -1,14 +1,15 @@
 """Conformance with the original: replay the vectors recorded from Cline's ContextManager.
 
-The vectors live in ``../shared/conformance/vectors-public.jsonl`` (override the file with
-``WINDOWKEEPER_VECTORS``); the whole module is skipped when it is absent. Vectors tagged with a
-deliberate fix record the original's unfixed behaviour and are skipped here; the fixes have tests
-of their own.
+The vectors are our own recordings of the original and travel with the repository, gzipped, in
+``tests/cline/vectors/`` (their README describes the format); ``WINDOWKEEPER_VECTORS`` replays
+another file instead (plain or ``.gz``). Vectors tagged with a deliberate fix record the
+original's unfixed behaviour and are skipped here; the fixes have tests of their own.
 """
 
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import os
 from pathlib import Path
@@ -23,24 +24,21 @@ from windowkeeper import (
     ensure_tool_results_follow_tool_use,
 )
 
-from ..conftest import shared_path
-
 VECTORS = Path(
-    os.environ.get("WINDOWKEEPER_VECTORS") or shared_path("conformance", "vectors-public.jsonl")
+    os.environ.get("WINDOWKEEPER_VECTORS")
+    or Path(__file__).with_name("vectors") / "vectors-public.jsonl.gz"
 )
 
 
 def _load() -> list[dict[str, Any]]:
-    if not VECTORS.is_file():
-        return []
-    with VECTORS.open(encoding="utf-8") as handle:
+    """Every vector of the file; a missing file is an error, never a silent skip."""
+    opener = gzip.open if VECTORS.suffix == ".gz" else open
+    with opener(VECTORS, "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
 
 
 ALL_VECTORS = _load()
 UNTAGGED = [vector for vector in ALL_VECTORS if not vector["tags"]]
-
-pytestmark = pytest.mark.skipif(not ALL_VECTORS, reason=f"no conformance vectors at {VECTORS}")
 
 
 def _usage(value: dict[str, int] | None) -> TokenUsage | None:

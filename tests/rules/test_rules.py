@@ -48,6 +48,7 @@ ANTHROPIC_CASES: dict[str, tuple[list[Any], list[Message]]] = {
         [U("task"), A([TU("t1"), TU("t1")]), U([TR("t1")])],
         [U("task"), A([TU("t1"), TU("t2")]), U([TR("t1"), TR("t2")])],
     ),
+    "ToolUseInUser": ([U([T("task"), TU("t1")])], [U("task"), A([TU("t1")]), U([TR("t1")])]),
     "ToolUseUnanswered": (
         [U("task"), A([TU("t1")]), U("go on")],
         [U("task"), A([TU("t1")]), U([TR("t1")])],
@@ -104,6 +105,19 @@ class TestAnthropicRules:
             ("messages[1].content[2]", "empty-content"),
         ]
 
+    def test_tool_calls_in_a_user_message(self) -> None:
+        """Each tool_use or server_tool_use block of a user message is reported where it is."""
+        server_call = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search"}
+        message = U([T("task"), TU("t1"), server_call])
+        assert [(v.path, v.rule, v.detail) for v in validate_messages([message])] == [
+            ("messages[0].content[1]", "tool-use-in-user", "a tool_use block in a user message"),
+            (
+                "messages[0].content[2]",
+                "tool-use-in-user",
+                "a server_tool_use block in a user message",
+            ),
+        ]
+
     def test_one_block_follows_the_rule_order(self) -> None:
         """An unsigned thinking block after text: not-first, then unsigned (the order of RULES)."""
         found = validate_messages([U("task"), A([T("answer"), UNSIGNED])])
@@ -116,7 +130,7 @@ def damaged_conversations(draw: st.DrawFn) -> list[Any]:
     messages: list[Any] = draw(conversations())
     breakages = (
         "delete", "repeat", "swap", "junk", "empty", "blank", "unsigned", "late_thinking",
-        "reuse_id", "no_id", "user_thinking", "orphan", "bad_content",
+        "reuse_id", "no_id", "user_thinking", "user_tool_use", "orphan", "bad_content",
     )  # fmt: skip
     for _ in range(draw(st.integers(0, 4))):
         index = draw(st.integers(0, len(messages) - 1))
@@ -150,6 +164,8 @@ def damaged_conversations(draw: st.DrawFn) -> list[Any]:
             replaced = {**message, "content": [*blocks, SIGNED]}
         elif operation == "user_thinking":
             replaced = U([SIGNED, *blocks])
+        elif operation == "user_tool_use":
+            replaced = U([*blocks, TU(draw(st.sampled_from(["toolu_0000", "toolu_user"])))])
         elif operation == "reuse_id":
             replaced = A([*blocks, TU("toolu_0000")])
         elif operation == "no_id":
@@ -279,3 +295,37 @@ class TestResponsesRules:
     def test_composition_is_every_rule_in_order(self, items: list[Message]) -> None:
         """validate_responses equals the union of every rule's finds, sorted as documented."""
         assert validate_responses(items) == composed(_responses.RULES, _responses.Items, items)
+
+
+_CALL = {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.py"}}
+PLACEMENT_CASES: dict[str, tuple[list[Any], bool]] = {
+    "a tool_use in the user's task": ([U([T("task"), _CALL])], False),
+    "a tool_use after a result": (
+        [U("task"), A([T("reading"), _CALL]), U([TR("toolu_1"), {**_CALL, "id": "toolu_2"}])],
+        False,
+    ),
+    "a tool_use from the assistant, answered": (
+        [U("task"), A([T("reading"), _CALL]), U([TR("toolu_1")])],
+        True,
+    ),
+}
+
+
+class TestAgreesWithTheDouble:
+    """Where a tool call may stand, the validator and the strict API double give one verdict."""
+
+    @pytest.mark.parametrize(
+        ("messages", "valid"), PLACEMENT_CASES.values(), ids=list(PLACEMENT_CASES)
+    )
+    def test_same_verdict(self, messages: list[Any], valid: bool) -> None:
+        """The double refuses the request exactly when the validator reports a misplaced call."""
+        from ..doubles import CODING_TOOLS, AnthropicDouble
+
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 1_000, "tools": CODING_TOOLS}
+        refused = AnthropicDouble(window=100_000).check({**body, "messages": messages})
+        rules = [v.rule for v in validate_messages(messages)]
+        assert (refused == [], rules == []) == (valid, valid), (refused, rules)
+        assert ("tool-use-in-user" in rules) == (not valid)
+        assert any("blocks can only be in `assistant` messages" in p for p in refused) == (
+            not valid
+        )

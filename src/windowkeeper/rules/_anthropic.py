@@ -32,6 +32,7 @@ from ._rule import (
     THINKING_NOT_FIRST,
     THINKING_UNSIGNED,
     TOOL_RESULT_UNKNOWN,
+    TOOL_USE_IN_USER,
     TOOL_USE_UNANSWERED,
     Found,
     Rule,
@@ -54,6 +55,8 @@ __all__ = [
     "THINKING_SEEN",
     "THINKING_UNSIGNED",
     "TOOL_RESULT_UNKNOWN",
+    "TOOL_USES_SEEN",
+    "TOOL_USE_IN_USER",
     "TOOL_USE_UNANSWERED",
     "UNNAMED",
     "DuplicateToolUseId",
@@ -66,6 +69,7 @@ __all__ = [
     "ThinkingNotFirst",
     "ThinkingUnsigned",
     "ToolResultUnknown",
+    "ToolUseInUser",
     "ToolUseUnanswered",
     "Turn",
     "Turns",
@@ -77,6 +81,7 @@ __all__ = [
 SHAPE, CONTENT, IDS, PAIRING, THINKING, RESULTS, END = range(7)
 
 _THINKING = frozenset({"thinking", "redacted_thinking"})
+_TOOL_USES = frozenset({"tool_use", "server_tool_use"})
 
 # What the walk saw in a message's content (the bits of Turn.seen).
 DROPPED = 1
@@ -89,6 +94,8 @@ RESULTS_SEEN = 8
 """A tool_result block."""
 THINKING_SEEN = 16
 """A thinking or redacted_thinking block."""
+TOOL_USES_SEEN = 32
+"""A tool_use or server_tool_use block."""
 
 
 class Turn:
@@ -103,7 +110,8 @@ class Turn:
     whose string id the request used before to the path of that first use (None: no such block).
 
     ``seen`` holds what the walk saw on its one pass over the content, as bits (:data:`DROPPED`,
-    :data:`BLANK`, :data:`UNNAMED`, :data:`RESULTS_SEEN`, :data:`THINKING_SEEN`), so that a rule
+    :data:`BLANK`, :data:`UNNAMED`, :data:`RESULTS_SEEN`, :data:`THINKING_SEEN`,
+    :data:`TOOL_USES_SEEN`), so that a rule
     with nothing to report returns at once.
     """
 
@@ -206,6 +214,7 @@ class Turns:
                         seen |= DROPPED
                         continue
                     elif kind == "tool_use":
+                        seen |= TOOL_USES_SEEN
                         tool_use_id = block.get("id")
                         uses.append(id_key(tool_use_id))
                         if not isinstance(tool_use_id, str) or not tool_use_id:
@@ -220,6 +229,8 @@ class Turns:
                         seen |= RESULTS_SEEN
                     elif kind in _THINKING:
                         seen |= THINKING_SEEN
+                    elif kind == "server_tool_use":
+                        seen |= TOOL_USES_SEEN
                     blocks.append(block)
             turn = Turn(
                 index, path, role, previous_role, content, blocks, offered, uses, earlier, seen
@@ -364,6 +375,25 @@ class DuplicateToolUseId(_MessageRule):
         return found
 
 
+class ToolUseInUser(_MessageRule):
+    """Tool calls (tool_use and server_tool_use blocks) appear only in assistant messages."""
+
+    name = TOOL_USE_IN_USER
+
+    def check(self, turn: Turn, /) -> Sequence[Found]:
+        """Each tool_use or server_tool_use block of a user message."""
+        if not turn.seen & TOOL_USES_SEEN or turn.role != "user":
+            return NOTHING
+        found: list[Found] = []
+        for position, block in enumerate(turn.blocks):
+            kind = block["type"]
+            if kind in _TOOL_USES:
+                where = f"{turn.path}.content[{position}]"
+                detail = f"a {kind} block in a user message"
+                found.append((turn.index, IDS, position, Violation(where, TOOL_USE_IN_USER, detail)))
+        return found
+
+
 class ToolUseUnanswered:
     """Each tool_use is answered by a tool_result in the next message, a user message."""
 
@@ -497,6 +527,7 @@ RULES: tuple[Rule[Turn, Ending], ...] = (
     SameRoleTwice(),
     EmptyContent(),
     DuplicateToolUseId(),
+    ToolUseInUser(),
     ToolUseUnanswered(),
     ThinkingInUser(),
     ThinkingNotFirst(),
@@ -514,10 +545,11 @@ def validate_messages(messages: Sequence[MessageInput], name: str = "messages") 
 
     Rules: the first message is a user message; roles alternate; each tool_use is answered by a
     tool_result in the next message, which is a user message; each tool_result answers a tool_use
-    of the preceding assistant message; no message has empty content; thinking blocks appear
-    only in assistant messages, before their other blocks, each with its signature (redacted
-    ones with their data); every message and block has a known shape. An empty list is reported
-    too, and so is a tool_use id used twice in one request. Never raises for bad input: it
-    reports it. The order is the module's (see its docstring).
+    of the preceding assistant message; tool calls (tool_use, server_tool_use) appear only in
+    assistant messages; no message has empty content; thinking blocks appear only in assistant
+    messages, before their other blocks, each with its signature (redacted ones with their
+    data); every message and block has a known shape. An empty list is reported too, and so is a
+    tool_use id used twice in one request. Never raises for bad input: it reports it. The order
+    is the module's (see its docstring).
     """
     return validate(Turns(messages, name), _CHECKS, _FINISHES)
