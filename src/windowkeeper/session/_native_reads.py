@@ -37,6 +37,7 @@ DEFAULT_READ_TOOLS: Mapping[str, tuple[str, ...]] = {
     "view": ("path",),
     "view_file": ("path", "file_path"),
     "open_file": ("path", "file_path"),
+    "open": ("path",),  # SWE-agent (function calling): open FILE [LINE]
     "str_replace_editor": ("path",),  # SWE-agent, OpenHands: only with command "view"
     "str_replace_based_edit_tool": ("path",),  # Anthropic's text editor tool: command "view"
     "text_editor": ("path",),
@@ -47,6 +48,8 @@ DEFAULT_SHELL_TOOLS: Mapping[str, str] = {
     "execute_command": "command",  # Cline
     "Bash": "command",  # Claude Code
     "shell": "command",  # Codex
+    "shell_command": "command",  # Codex 0.60+: one command line
+    "exec_command": "cmd",  # Codex 0.60+: one command line
     "local_shell": "command",  # Codex
     "run_shell_command": "command",  # Gemini CLI
     "execute_bash": "command",  # OpenHands
