@@ -120,6 +120,12 @@ class Trace:
     session_folder: Path | None = None
     """The task folder, when a ContextSession stored its state there (its next request is the
     session's own)."""
+    version: str | None = None
+    """The agent's version, when the transcript records it."""
+    forks: int = 0
+    """Branches of the transcript the reader left out (a file whose chain forks)."""
+    warnings: tuple[str, ...] = ()
+    """What the reader repaired or dropped (e.g. a partial last line)."""
 
     @property
     def has_recorded_usage(self) -> bool:
@@ -212,6 +218,9 @@ def _transcript_trace(source: Path, kind: TraceFormat) -> Trace:
         tools=tuple(transcript.tools) if transcript.tools is not None else None,
         model=transcript.model,
         unknown=tuple(f"{item.where}: {item.type}" for item in transcript.unknown),
+        version=transcript.version,
+        forks=transcript.forks,
+        warnings=transcript.warnings,
     )
 
 
