@@ -20,6 +20,7 @@ TRANSCRIPTS = {
     "gemini_session.json": "gemini-cli",
     "gemini_saved_chat.json": "gemini-cli",
     "openhands_trajectory.json": "openhands",
+    "openhands_v1": "openhands",
     "roo_export.md": "roo",
 }
 

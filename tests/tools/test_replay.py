@@ -66,6 +66,19 @@ class TestRequestPoints:
         history = [{"role": "assistant", "content": "hi"}, *conversation(1)]
         assert request_points(history) == [2, 4]
 
+    def test_one_request_before_a_run_of_assistant_messages(self) -> None:
+        """A response exported one message per block is one request, asked before its first piece."""
+        call = {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a"}}
+        result = {"type": "tool_result", "tool_use_id": "t1", "content": "A"}
+        history = [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "text", "text": "Reading."}]},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [result]},
+            {"role": "assistant", "content": "done"},
+        ]
+        assert request_points(history) == [1, 4]
+
 
 class TestClineRecorded:
     """The original's decisions, driven by the usage the trace recorded."""

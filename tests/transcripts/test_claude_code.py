@@ -275,7 +275,7 @@ class TestRecords:
         result = {
             "type": "tool_result",
             "tool_use_id": "t1",
-            "content": [_text("ok"), {"type": "tool_reference", "name": "x"}],
+            "content": [_text("ok"), {"type": "x-future-part", "name": "x"}],
         }
         records = [
             _record("user", "u1", None, "Go"),
@@ -291,8 +291,31 @@ class TestRecords:
         assert _types(transcript.messages[1]) == ["tool_use"]
         assert transcript.messages[2]["content"][0]["content"] == [_text("ok")]
         assert transcript.unknown == (
-            Unknown("s.jsonl:3: message.content[0].content[1]", "tool_reference"),
+            Unknown("s.jsonl:3: message.content[0].content[1]", "x-future-part"),
         )
+
+    def test_tool_reference_is_carried_as_text(self) -> None:
+        """A ToolSearch result's tool_reference blocks are what the model saw: kept as text."""
+        result = {
+            "type": "tool_result",
+            "tool_use_id": "t1",
+            "content": [
+                {"type": "tool_reference", "tool_name": "WebFetch"},
+                {"type": "tool_reference", "tool_name": "mcp__docs__read"},
+            ],
+        }
+        call = {"type": "tool_use", "id": "t1", "name": "ToolSearch", "input": {"query": "q"}}
+        records = [
+            _record("user", "u1", None, "Go"),
+            _record("assistant", "a1", "u1", [call]),
+            _record("user", "r1", "a1", [result]),
+        ]
+        transcript = parse_claude_code(_jsonl(records), name="s.jsonl")
+        assert transcript.messages[2]["content"][0]["content"] == [
+            _text("[tool_reference: WebFetch]"),
+            _text("[tool_reference: mcp__docs__read]"),
+        ]
+        assert transcript.unknown == ()
 
     def test_every_compaction_is_counted(self) -> None:
         """Two boundaries: the history starts after the second, both are counted."""
@@ -397,3 +420,159 @@ class TestErrors:
         """Only "last" and "keep" are compaction modes."""
         with pytest.raises(ValueError, match="compaction"):
             parse_claude_code("", compaction="all")  # type: ignore[arg-type]
+
+
+def _call(call_id: str, path: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "Read", "input": {"file_path": path}}
+
+
+def _result(call_id: str, text: str = "ok") -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": text}
+
+
+def _piece(
+    uuid: str, parent: str, content: Any, message_id: str, request: str, **extra: Any
+) -> dict[str, Any]:
+    """An assistant record of one model call (``message.id`` and ``requestId``)."""
+    return _record(
+        "assistant", uuid, parent, content, message_id=message_id, requestId=request, **extra
+    )
+
+
+def _roles(transcript: Transcript) -> list[str]:
+    return [message["role"] for message in transcript.messages]
+
+
+def _progress(uuid: str, parent: str) -> dict[str, Any]:
+    return {"type": "progress", "uuid": uuid, "parentUuid": parent, "sessionId": "s-1"}
+
+
+class TestCurrentRecords:
+    """What Claude Code 2.1.x writes: metadata records, interleaved parallel calls, forks."""
+
+    def test_metadata_records_first_are_passed_over(self) -> None:
+        """Detection rests on the message records, whatever record types come before them."""
+        records = [
+            {"type": "permission-mode", "permissionMode": "default", "sessionId": "s-1"},
+            {"type": "x-record-of-next-release", "sessionId": "s-1"},
+            {"type": "ai-title", "aiTitle": "t", "sessionId": "s-1"},
+            _record("user", "u1", None, "Hi", version="2.1.92"),
+            _record("assistant", "a1", "u1", [_text("Hello")], version="2.1.92"),
+            {"type": "last-prompt", "lastPrompt": "Hi", "sessionId": "s-1"},
+        ]
+        assert looks_like_claude_code(records)
+        transcript = parse_claude_code(_jsonl(records), name="s.jsonl")
+        assert transcript.unknown == (Unknown("s.jsonl:2", "x-record-of-next-release"),)
+        assert transcript.version == "2.1.92"
+        assert len(transcript.messages) == 2
+
+    def test_other_formats_are_not_taken(self) -> None:
+        """A Codex line (type and payload) or a message record without a message is not ours."""
+        assert not looks_like_claude_code([{"type": "session_meta", "payload": {}}])
+        assert not looks_like_claude_code([{"type": "user", "id": "1", "content": []}])
+
+    def test_interleaved_parallel_calls_are_one_response(self) -> None:
+        """Calls of one requestId written between their results: one message, one request."""
+        records = [
+            _record("user", "u1", None, "Read both"),
+            _piece("a1", "u1", [_call("t1", "a.py")], "m1", "req_1", usage=_usage(5)),
+            _record("user", "r1", "a1", [_result("t1", "A")]),
+            _piece("a2", "r1", [_call("t2", "b.py")], "m1", "req_1", usage=_usage(9)),
+            _record("user", "r2", "a2", [_result("t2", "B")]),
+            _record("assistant", "a3", "r2", [_text("Done")], message_id="m2", requestId="req_2"),
+        ]
+        transcript = parse_claude_code(_jsonl(records))
+        assert _roles(transcript) == ["user", "assistant"] * 2
+        assert transcript.messages[1]["content"] == [_call("t1", "a.py"), _call("t2", "b.py")]
+        assert transcript.messages[2]["content"] == [_result("t1", "A"), _result("t2", "B")]
+        assert [(r.message_index, r.usage.tokens_out) for r in transcript.requests] == [
+            (1, 9),
+            (3, 10),
+        ]
+        assert transcript.model_calls == 2
+        assert validate_messages(list(transcript.messages)) == []
+
+    def test_request_id_tells_responses_apart(self) -> None:
+        """Two calls sharing a (redacted) message.id but not a requestId stay two responses."""
+        records = [
+            _record("user", "u1", None, "Go"),
+            _piece("a1", "u1", [_call("t1", "a.py")], "REDACTED", "req_1"),
+            _record("user", "r1", "a1", [_result("t1")]),
+            _piece("a2", "r1", [_call("t2", "b.py")], "REDACTED", "req_2"),
+            _record("user", "r2", "a2", [_result("t2")]),
+        ]
+        transcript = parse_claude_code(_jsonl(records))
+        assert transcript.model_calls == 2
+        assert len(transcript.requests) == 2
+
+    def test_user_text_closes_a_response(self) -> None:
+        """After the user typed, a record of the same id does not reopen the earlier response."""
+        records = [
+            _record("user", "u1", None, "Go"),
+            _record("assistant", "a1", "u1", [_call("t1", "a.py")], message_id="m1"),
+            _record("user", "r1", "a1", [_result("t1")]),
+            _record("user", "i1", "r1", [_text("stop")]),
+            _record("assistant", "a2", "i1", [_text("Stopped")], message_id="m1"),
+        ]
+        transcript = parse_claude_code(_jsonl(records))
+        assert _roles(transcript) == ["user", "assistant"] * 2
+
+    def test_fork_at_progress_follows_the_last_response(self) -> None:
+        """A newest record on a branch parted at a progress record does not hide the live one."""
+        records = [
+            _record("user", "u1", None, "Task"),
+            _record("assistant", "a1", "u1", [_call("t1", "a.py")], requestId="req_1"),
+            _progress("p1", "a1"),
+            _record("user", "r1", "p1", [_result("t1")]),
+            _record("assistant", "a2", "r1", [_text("Long live answer")], requestId="req_2"),
+            _record("user", "u2", "a2", "Next"),
+            _record("assistant", "a3", "u2", [_text("Last response")], requestId="req_3"),
+            _progress("p2", "a1"),
+            _record("user", "x1", "p2", "A retry sent on a dead branch"),
+        ]
+        transcript = parse_claude_code(_jsonl(records))
+        assert "Last response" in _texts(transcript)
+        assert "dead branch" not in _texts(transcript)
+        assert transcript.messages[0]["content"] == "Task"
+        assert transcript.forks == 1
+
+    def test_parallel_result_branch_is_not_a_fork(self) -> None:
+        """The dead-end tool_result beside a progress passthrough is recovered, not a fork."""
+        records = [
+            _record("user", "u1", None, "Task"),
+            _record("assistant", "a1", "u1", [_call("t1", "a.py")], requestId="req_1"),
+            _record("user", "r1", "a1", [_result("t1")]),
+            _progress("p1", "a1"),
+            _record("assistant", "a2", "p1", [_text("Answer")], requestId="req_2"),
+        ]
+        transcript = parse_claude_code(_jsonl(records))
+        assert _roles(transcript) == ["user", "assistant"] * 2
+        assert transcript.forks == 0
+        assert validate_messages(list(transcript.messages)) == []
+
+    def test_redo_is_counted_as_a_fork(self) -> None:
+        """The abandoned answer of a redo is one fork left out."""
+        records = [
+            _record("user", "u1", None, "Question"),
+            _record("assistant", "a1", "u1", [_text("First answer")]),
+            _record("assistant", "a2", "u1", [_text("Second answer")]),
+        ]
+        assert parse_claude_code(_jsonl(records)).forks == 1
+
+    def test_partial_last_line_is_dropped_with_a_warning(self, tmp_path: Path) -> None:
+        """A last line still being written is left out, and said so."""
+        path = tmp_path / "s.jsonl"
+        text = _jsonl([_record("user", "u1", None, "Hi")]) + '{"type":"assistant","mess'
+        path.write_text(text, encoding="utf-8")
+        transcript = read_claude_code(path)
+        assert transcript.warnings == (f"{path}:2: partial last line dropped",)
+        assert len(transcript.messages) == 1
+
+    def test_line_numbers_count_newlines_only(self, tmp_path: Path) -> None:
+        """A U+2028 inside a string does not shift the line a broken record is reported at."""
+        path = tmp_path / "s.jsonl"
+        first = _record("user", "u1", None, "a\u2028b")
+        text = json.dumps(first, ensure_ascii=False) + "\n{oops\n" + _jsonl([first])
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(TaskFolderError, match=r"s\.jsonl:2: not JSON"):
+            read_claude_code(path)

@@ -43,21 +43,62 @@ class TestFixture:
         assert validate_messages(list(transcript.messages)) == []
 
     def test_user_blocks(self) -> None:
-        """A tool result turn is the header, the result and the environment details."""
+        """A tool result turn is the call's tool_result (header and output), then the details."""
         transcript = read_roo(FIXTURE)
         task, result = transcript.messages[0]["content"], transcript.messages[2]["content"]
         assert task[0] == _text("<task>\nSummarise notes.md in one sentence.\n</task>")
         assert task[1]["text"].startswith("<environment_details>")
-        assert result[0] == _text("[read_file for 'notes.md'] Result:")
-        assert result[1]["text"].startswith("<files>")
-        assert result[2]["text"].startswith("<environment_details>")
+        assert result[0]["type"] == "tool_result"
+        assert result[0]["tool_use_id"] == "roo-1"
+        assert result[0]["content"].startswith("[read_file for 'notes.md'] Result:\n<files>")
+        assert result[1]["text"].startswith("<environment_details>")
         assert transcript.messages[4]["content"] == [_text("Thanks, that is all.")]
 
-    def test_assistant_turn_is_one_text_block(self) -> None:
-        """An assistant turn, XML tool call included, is one text block."""
+    def test_xml_call_is_a_tool_use(self) -> None:
+        """An answered XML call is a tool_use after the turn's text, its path an input."""
         content = read_roo(FIXTURE).messages[1]["content"]
+        assert content == [
+            _text("I'll read the file first."),
+            {"type": "tool_use", "id": "roo-1", "name": "read_file", "input": {"path": "notes.md"}},
+        ]
+
+    def test_unanswered_call_stays_text(self) -> None:
+        """attempt_completion answered by the user's words, not a result, is text."""
+        content = read_roo(FIXTURE).messages[3]["content"]
+        assert content[0]["text"].startswith("<attempt_completion>")
         assert len(content) == 1
+
+    def test_text_mode_is_clines_shape(self) -> None:
+        """tool_calls="text" keeps calls in the text, as Cline stores XML-tool conversations."""
+        transcript = read_roo(FIXTURE, tool_calls="text")
+        result = transcript.messages[2]["content"]
+        assert result[0] == _text("[read_file for 'notes.md'] Result:")
+        assert result[1]["text"].startswith("<files>")
+        content = transcript.messages[1]["content"]
         assert content[0]["text"].startswith("I'll read the file first.\n\n<read_file>")
+
+    @pytest.mark.parametrize(
+        ("body", "expected"),
+        [
+            (
+                "<args>\n<file>\n<path>a.md</path>\n<line_range>1-50</line_range>\n</file>\n</args>",
+                {"path": "a.md", "line_range": "1-50"},
+            ),
+            (
+                "<args>\n<file>\n<path>a.md</path>\n</file>\n<file>\n<path>b.md</path>\n</file>\n</args>",
+                {"paths": ["a.md", "b.md"]},
+            ),
+        ],
+    )
+    def test_read_file_inputs(self, body: str, expected: dict[str, Any]) -> None:
+        """read_file's files become a path (and line range), or the list of paths."""
+        text = (
+            f"**User:**\n\ngo\n\n---\n\n**Assistant:**\n\n<read_file>\n{body}\n</read_file>"
+            "\n\n---\n\n**User:**\n\n[read_file for 'a.md'. Reading multiple files at once is"
+            " more efficient.] Result:\nA"
+        )
+        call = parse_roo(text).messages[1]["content"][0]
+        assert {key: call["input"][key] for key in expected} == expected
 
     def test_model_and_nothing_invented(self) -> None:
         """The model is the last the environment details name; no usage, system or tools."""
@@ -81,14 +122,14 @@ class TestBenchParser:
         """On the real export of the corpus both give the same 79 messages."""
         load_roo_export = _bench_loader()
         path = corpus / CORPUS_EXPORT
-        transcript = read_roo(path)
+        transcript = read_roo(path, tool_calls="text")
         assert list(transcript.messages) == load_roo_export(path)
         assert len(transcript.messages) == 79
         assert validate_messages(list(transcript.messages)) == []
 
     def test_same_messages_on_the_fixture(self) -> None:
         """The fixture reads the same through both."""
-        assert list(read_roo(FIXTURE).messages) == _bench_loader()(FIXTURE)
+        assert list(read_roo(FIXTURE, tool_calls="text").messages) == _bench_loader()(FIXTURE)
 
 
 class TestDetection:

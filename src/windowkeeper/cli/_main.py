@@ -90,7 +90,8 @@ def _top(counts: dict[str, int], suffix: str = " ") -> str:
 def format_inspection(found: Inspection) -> str:
     """The text of ``windowkeeper inspect``."""
     roles = ", ".join(f"{count} {role}" for role, count in found.roles.items())
-    lines = [f"{found.source} ({found.format})", f"messages      {found.messages}: {roles}"]
+    lines = [f"{found.source} ({found.format})", *format_transcript_lines(found)]
+    lines.append(f"messages      {found.messages}: {roles}")
     calls = sum(found.tool_calls.values())
     lines.append(f"tool calls    {calls}" + (f": {_top(found.tool_calls)}" if calls else ""))
     copies = sum(found.file_reads.values())
@@ -120,6 +121,31 @@ def format_inspection(found: Inspection) -> str:
     if found.model:
         lines.append(f"model         {found.model}")
     return "\n".join(lines)
+
+
+def format_transcript_lines(found: Inspection) -> list[str]:
+    """What ``inspect`` says of the file as its agent wrote it: agent, model calls, skipped, forks.
+
+    The numbers a user checks against the agent's own view: the responses (each one model call,
+    one request), how many recorded their usage, what was skipped as unknown, the branches left
+    out, and what the reader repaired.
+    """
+    lines = []
+    if found.agent:
+        lines.append(
+            f"agent         {found.agent}" + (f" {found.version}" if found.version else "")
+        )
+    usage = found.usage.with_usage
+    recorded = f"usage recorded for {usage}" if usage else "no usage recorded"
+    lines.append(f"model calls   {found.model_calls} ({recorded})")
+    skipped = found.skipped
+    if skipped:
+        lines.append(f"skipped       {len(found.unknown)} of unknown types: {_top(skipped, ' ')}")
+    if found.forks:
+        branches = "branch" if found.forks == 1 else "branches"
+        lines.append(f"forks         {found.forks} {branches} left out (the live one is read)")
+    lines.extend(f"warning       {warning}" for warning in found.warnings)
+    return lines
 
 
 def format_unknown(unknown: Sequence[str]) -> str:

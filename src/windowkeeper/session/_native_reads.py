@@ -37,9 +37,11 @@ DEFAULT_READ_TOOLS: Mapping[str, tuple[str, ...]] = {
     "view": ("path",),
     "view_file": ("path", "file_path"),
     "open_file": ("path", "file_path"),
+    "open": ("path",),  # SWE-agent (function calling): open FILE [LINE]
     "str_replace_editor": ("path",),  # SWE-agent, OpenHands: only with command "view"
     "str_replace_based_edit_tool": ("path",),  # Anthropic's text editor tool: command "view"
     "text_editor": ("path",),
+    "file_editor": ("path",),  # OpenHands V1 (software-agent-sdk): only with command "view"
 }
 """Tool name -> input keys that may hold the path, for tools whose result is a file's contents."""
 
@@ -47,9 +49,12 @@ DEFAULT_SHELL_TOOLS: Mapping[str, str] = {
     "execute_command": "command",  # Cline
     "Bash": "command",  # Claude Code
     "shell": "command",  # Codex
+    "shell_command": "command",  # Codex 0.60+: one command line
+    "exec_command": "cmd",  # Codex 0.60+: one command line
     "local_shell": "command",  # Codex
     "run_shell_command": "command",  # Gemini CLI
     "execute_bash": "command",  # OpenHands
+    "terminal": "command",  # OpenHands V1 (software-agent-sdk)
     "bash": "command",  # SWE-agent and generic
 }
 """Tool name -> the input key of its command, for tools that run a shell command: their result
@@ -57,7 +62,7 @@ is a file's contents when the command is an unambiguous read (``cat FILE``, ``se
 ``head``/``tail FILE``, SWE-agent's ``open FILE``; see :func:`~windowkeeper.session._shell_reads.shell_read_path`)."""
 
 _VIEW_COMMAND_TOOLS = frozenset(
-    {"str_replace_editor", "str_replace_based_edit_tool", "text_editor"}
+    {"str_replace_editor", "str_replace_based_edit_tool", "text_editor", "file_editor"}
 )
 
 

@@ -20,7 +20,7 @@ from ..rules._anthropic import Violation, validate_messages
 from ..session._native_reads import NativeReadDetector
 from ._trace import Trace
 
-__all__ = ["Inspection", "UsageStats", "inspect_trace"]
+__all__ = ["AGENTS", "Inspection", "UsageStats", "inspect_trace", "model_calls"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,17 @@ class Inspection:
     violations: tuple[Violation, ...]  # provider rules the stored history breaks
     unknown: tuple[str, ...] = ()  # ``where: type`` of what no request will carry
     model: str | None = None  # as the trace recorded it
+    agent: str | None = None  # the agent that wrote the trace, when the format tells
+    version: str | None = None  # its version, when the trace records it
+    model_calls: int = 0  # model responses: runs of consecutive assistant messages
+    forks: int = 0  # branches of the file the reader left out
+    warnings: tuple[str, ...] = ()  # what the reader repaired or dropped
+
+    @property
+    def skipped(self) -> dict[str, int]:
+        """The unknown types left out, with how many of each (most frequent first)."""
+        counts = Counter(item.rsplit(": ", 1)[-1] for item in self.unknown)
+        return dict(counts.most_common())
 
     @property
     def messages(self) -> int:
@@ -88,6 +99,11 @@ class Inspection:
             "deleted_range": None if self.deleted_range is None else list(self.deleted_range),
             "overwrites": {"entries": self.overwrite_entries, "updates": self.overwrites},
             "model": self.model,
+            "agent": {"name": self.agent, "version": self.version},
+            "model_calls": self.model_calls,
+            "forks": self.forks,
+            "warnings": list(self.warnings),
+            "skipped": self.skipped,
             "unknown": list(self.unknown),
             "violations": {
                 "count": len(self.violations),
@@ -121,6 +137,33 @@ def inspect_trace(trace: Trace, *, detector: NativeReadDetector | None = None) -
         violations=tuple(validate_messages(history, "history")),
         unknown=(*trace.unknown, *unknown_blocks(history)),
         model=trace.model,
+        agent=AGENTS.get(trace.format.value),
+        version=trace.version,
+        model_calls=model_calls(history),
+        forks=trace.forks,
+        warnings=trace.warnings,
+    )
+
+
+AGENTS = {
+    "cline": "Cline",
+    "swe-agent": "SWE-agent",
+    "claude-code": "Claude Code",
+    "codex": "Codex CLI",
+    "gemini-cli": "Gemini CLI",
+    "openhands": "OpenHands",
+    "roo": "Roo Code",
+}
+"""The agent that writes each trace format (plain message files name none)."""
+
+
+def model_calls(history: Sequence[Message]) -> int:
+    """The model responses a history holds: one per run of consecutive assistant messages."""
+    return sum(
+        1
+        for index, message in enumerate(history)
+        if message.get("role") == "assistant"
+        and (index == 0 or history[index - 1].get("role") != "assistant")
     )
 
 

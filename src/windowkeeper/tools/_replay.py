@@ -1,6 +1,7 @@
 """Replay a recorded conversation request by request under a context policy, and measure it.
 
-A recorded history is fed as the agent fed it: one model request before each assistant message,
+A recorded history is fed as the agent fed it: one model request before each assistant message
+(one before a run of consecutive assistant messages: one response written in pieces),
 sending what the policy decides from the history up to that message. Two policies come with
 windowkeeper, and anything with a ``send`` method (:class:`Policy`) can be replayed the same way:
 
@@ -592,8 +593,17 @@ class Replay:
 
 
 def request_points(history: Sequence[Message]) -> list[int]:
-    """The history length at each request: one request before each assistant message."""
-    return [index for index, message in enumerate(history) if index and _is_assistant(message)]
+    """The history length at each request: one before each run of assistant messages.
+
+    One model response is one request. A conversation exported one assistant message per
+    content block holds runs of consecutive assistant messages: nothing was asked between them
+    (a request there would end with the previous piece's unanswered tool_use).
+    """
+    return [
+        index
+        for index, message in enumerate(history)
+        if index and _is_assistant(message) and not _is_assistant(history[index - 1])
+    ]
 
 
 class Replayer:

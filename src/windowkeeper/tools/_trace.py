@@ -57,6 +57,7 @@ from ..core._truncation import DeletedRange
 from ..formats.openai import to_anthropic
 from ..storage._folder import JOURNAL_FILE, LEGACY_STATE_FILE
 from ..transcripts._detect import detect_transcript, read_transcript
+from ..transcripts.openhands_v1 import is_openhands_folder
 from ..transcripts.swe_agent import parse_swe_agent_trajectory
 
 __all__ = ["Trace", "TraceError", "TraceFormat", "detect_format", "load_trace"]
@@ -119,6 +120,12 @@ class Trace:
     session_folder: Path | None = None
     """The task folder, when a ContextSession stored its state there (its next request is the
     session's own)."""
+    version: str | None = None
+    """The agent's version, when the transcript records it."""
+    forks: int = 0
+    """Branches of the transcript the reader left out (a file whose chain forks)."""
+    warnings: tuple[str, ...] = ()
+    """What the reader repaired or dropped (e.g. a partial last line)."""
 
     @property
     def has_recorded_usage(self) -> bool:
@@ -142,6 +149,8 @@ def _load(source: Path, format: str | None) -> Trace:
         raise TraceError(f"{source}: no such file or folder")
     _check_regular(source)
     kind = None if format is None else _format(format)
+    if kind in (None, TraceFormat.OPENHANDS) and is_openhands_folder(source):
+        return _transcript_trace(source, TraceFormat.OPENHANDS)
     if kind is TraceFormat.CLINE or (kind is None and _is_cline(source)):
         task = load_task(source)
         stored = any((task.path / name).is_file() for name in (JOURNAL_FILE, LEGACY_STATE_FILE))
@@ -209,6 +218,9 @@ def _transcript_trace(source: Path, kind: TraceFormat) -> Trace:
         tools=tuple(transcript.tools) if transcript.tools is not None else None,
         model=transcript.model,
         unknown=tuple(f"{item.where}: {item.type}" for item in transcript.unknown),
+        version=transcript.version,
+        forks=transcript.forks,
+        warnings=transcript.warnings,
     )
 
 
@@ -229,7 +241,7 @@ def detect_format(path: str | os.PathLike[str]) -> TraceFormat:
 
 
 def _is_cline(source: Path) -> bool:
-    return source.is_dir() or source.name == API_HISTORY_FILE
+    return (source.is_dir() and not is_openhands_folder(source)) or source.name == API_HISTORY_FILE
 
 
 def _detect(source: Path, value: Any) -> TraceFormat:
@@ -238,7 +250,26 @@ def _detect(source: Path, value: Any) -> TraceFormat:
     ):
         return TraceFormat.SWE_AGENT
     messages, _ = _messages_of(source, value)
+    _check_claimed(source, messages)
     return TraceFormat.OPENAI if _looks_openai(messages) else TraceFormat.ANTHROPIC
+
+
+def _check_claimed(source: Path, messages: Sequence[Any]) -> None:
+    """Refuse a message list of no format read here (e.g. messages of typed ``parts``).
+
+    Anthropic and OpenAI messages all have a ``content`` (an OpenAI assistant message may have
+    ``tool_calls`` instead); a list whose messages have neither is some other tool's export,
+    which reading as one of them would empty of its tool calls.
+    """
+    for index, message in enumerate(messages):
+        if isinstance(message, Mapping) and not (
+            "content" in message or "tool_calls" in message or "function_call" in message
+        ):
+            keys = ", ".join(sorted(str(key) for key in message)[:6])
+            raise TraceError(
+                f"{source}: not a transcript of a known format: messages[{index}] has no"
+                f" 'content' (its keys: {keys}); give --format to read it as one"
+            )
 
 
 def _format(name: str) -> TraceFormat:

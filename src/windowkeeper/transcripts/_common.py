@@ -76,6 +76,9 @@ class Transcript:
     are None when the transcript does not record them; ``requests`` are the per-request usages it
     recorded, in order; ``unknown`` lists what was left out because the reader does not know it;
     ``compactions`` counts the compactions (summaries replacing history) the agent recorded.
+    ``version`` is the agent's version when the transcript records it; ``forks`` counts the
+    branches the reader left out (points where the file continues on more than one branch);
+    ``warnings`` say what the reader repaired or dropped (e.g. a partial last line).
     """
 
     format: str
@@ -86,6 +89,14 @@ class Transcript:
     requests: tuple[RecordedRequest, ...] = ()
     unknown: tuple[Unknown, ...] = ()
     compactions: int = 0
+    version: str | None = None
+    forks: int = 0
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def model_calls(self) -> int:
+        """The model responses the conversation holds: one assistant message each."""
+        return sum(1 for message in self.messages if message["role"] == "assistant")
 
     def api_requests(self) -> tuple[ApiRequest, ...]:
         """The requests as the :class:`~windowkeeper.cline._task.ApiRequest` values of a Cline task.
@@ -148,19 +159,21 @@ def json_value(source: Any, name: str) -> Any:
     return loads(source, name) if isinstance(source, str) else source
 
 
-def jsonl_records(source: str | Iterable[Any], name: str) -> list[tuple[int, dict[str, Any]]]:
+def jsonl_records(
+    source: str | Iterable[Any], name: str, warnings: list[str] | None = None
+) -> list[tuple[int, dict[str, Any]]]:
     """The records of a JSON Lines file (text, or records already loaded), with their line numbers.
 
-    Blank lines are skipped. A line that is not JSON, or not a JSON object, raises
-    :class:`TaskFolderError` naming ``name`` and the line.
+    Lines are split at ``\n`` only (a JSON string may hold U+2028 and other characters
+    ``str.splitlines`` would split at), so line numbers are the ones an editor shows. Blank lines
+    are skipped. A last line that is not JSON and has no newline after it is a record the agent
+    was still writing (or was killed writing): it is dropped, with a warning appended to
+    ``warnings``. Any other line that
+    is not JSON, or not a JSON object, raises :class:`TaskFolderError` naming ``name`` and the line.
     """
     records: list[tuple[int, dict[str, Any]]] = []
     if isinstance(source, str):
-        lines: Iterable[tuple[int, Any]] = (
-            (number, loads(line, f"{name}:{number}"))
-            for number, line in enumerate(source.splitlines(), start=1)
-            if line.strip()
-        )
+        lines: Iterable[tuple[int, Any]] = _parsed_lines(source, name, warnings)
     else:
         lines = enumerate(source, start=1)
     for number, record in lines:
@@ -170,15 +183,37 @@ def jsonl_records(source: str | Iterable[Any], name: str) -> list[tuple[int, dic
     return records
 
 
-def head_records(text: str, limit: int = 20) -> list[Any] | None:
-    """The first records of ``text`` read as JSON Lines, or None when a line is not JSON."""
+def _parsed_lines(text: str, name: str, warnings: list[str] | None) -> Iterable[tuple[int, Any]]:
+    numbered = [(n, line) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
+    unfinished = not text.endswith("\n") and len(numbered) > 1
+    for position, (number, line) in enumerate(numbered):
+        if unfinished and position == len(numbered) - 1:
+            try:
+                value = json.loads(line)
+            except (ValueError, RecursionError):
+                if warnings is not None:
+                    warnings.append(f"{name}:{number}: partial last line dropped")
+                return
+            yield number, value
+        else:
+            yield number, loads(line, f"{name}:{number}")
+
+
+def head_records(text: str, limit: int = 200) -> list[Any] | None:
+    """The first records of ``text`` read as JSON Lines, or None when a line is not JSON.
+
+    A last line that is not JSON (a record still being written) is left out.
+    """
     records: list[Any] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
+    parts = text.split("\n", limit * 2)
+    whole = len(parts) <= limit * 2  # else the last part is the rest of the file
+    lines = [line for line in (parts if whole else parts[:-1]) if line.strip()]
+    for position, line in enumerate(lines):
         try:
             records.append(json.loads(line))
         except (ValueError, RecursionError):
+            if whole and position == len(lines) - 1 and records and not text.endswith("\n"):
+                break
             return None
         if len(records) >= limit:
             break

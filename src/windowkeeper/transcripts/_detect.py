@@ -12,7 +12,7 @@ format          what                                       reader
 ``claude-code`` Claude Code session ``.jsonl``             :mod:`~windowkeeper.transcripts.claude_code`
 ``codex``       Codex CLI rollout ``.jsonl``               :mod:`~windowkeeper.transcripts.codex`
 ``gemini-cli``  Gemini CLI saved chat, checkpoint, session :mod:`~windowkeeper.transcripts.gemini_cli`
-``openhands``   OpenHands trajectory (events) ``.json``    :mod:`~windowkeeper.transcripts.openhands`
+``openhands``   OpenHands trajectory, V1 ``events/`` folder :mod:`~windowkeeper.transcripts.openhands`
 ``roo``         Roo Code task export ``.md``               :mod:`~windowkeeper.transcripts.roo`
 ==============  =========================================  =====================================
 
@@ -43,6 +43,7 @@ from .claude_code import looks_like_claude_code, parse_claude_code
 from .codex import looks_like_codex, parse_codex
 from .gemini_cli import looks_like_gemini_cli, parse_gemini_cli
 from .openhands import looks_like_openhands, parse_openhands
+from .openhands_v1 import is_openhands_folder, read_openhands_folder
 from .roo import looks_like_roo, parse_roo
 
 __all__ = [
@@ -64,6 +65,8 @@ def detect_transcript(path: str | os.PathLike[str]) -> str | None:
 
     Raises :class:`~windowkeeper.TaskFolderError` when the file cannot be read.
     """
+    if is_openhands_folder(path):
+        return "openhands"
     return _detect(read_text(path))
 
 
@@ -82,6 +85,8 @@ def read_transcript(
         raise TaskFolderError(
             f"{file}: unknown transcript format {format!r} (choose from {choices})"
         )
+    if format in (None, "openhands") and is_openhands_folder(file):
+        return read_openhands_folder(file, compaction=compaction)
     text = read_text(file)
     kind = format or _detect(text)
     if kind is None:

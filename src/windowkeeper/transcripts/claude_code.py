@@ -91,6 +91,16 @@ _KNOWN_TYPES = _MESSAGE_TYPES | {
     "queue-operation",
     "custom-title",
     "progress",
+    # session metadata of Claude Code 2.1.x, none of it sent to the model
+    "permission-mode",
+    "mode",
+    "last-prompt",
+    "agent-name",
+    "ai-title",
+    "pr-link",
+    "tag",
+    "worktree-state",
+    "cost-state",
 }
 _RESULT_PARTS = frozenset({"text", "image", "document"})
 _SYNTHETIC_MODEL = "<synthetic>"
@@ -114,7 +124,8 @@ def parse_claude_code(
     """
     check_compaction(compaction)
     reader = _Reader(name)
-    records = [_record(line, data, name) for line, data in jsonl_records(source, name)]
+    warnings: list[str] = []
+    records = [_record(line, data, name) for line, data in jsonl_records(source, name, warnings)]
     reader.unknown.extend(
         Unknown(f"{name}:{record.line}", record.type)
         for record in records
@@ -128,35 +139,52 @@ def parse_claude_code(
         if record.uuid is not None:
             by_uuid.setdefault(record.uuid, record)  # a resumed session repeats records
     main = [record for record in main if record.uuid is None or by_uuid[record.uuid] is record]
-    chain = _main_line(main, by_uuid, compaction)
-    on_chain = {id(record) for record in chain}
-    off_chain = [record for record in main if id(record) not in on_chain and record.is_message]
-    drafts = reader.drafts([record for record in chain if record.is_message], off_chain)
-    messages, kept = reader.messages(drafts)
+    leaf = _live_leaf(main, by_uuid)
+    chain = _main_line(leaf, by_uuid, compaction)
+    messages, kept = reader.conversation(chain, main)
     requests, model = reader.requests(kept)
+    whole = chain if compaction == "keep" else _main_line(leaf, by_uuid, "keep")
+    if whole is not chain:
+        _, kept_whole = reader.conversation(whole, main)
+    else:
+        kept_whole = kept
     return Transcript(
         format=FORMAT,
         messages=tuple(messages),
         model=model,
         requests=tuple(requests),
         unknown=in_file_order(reader.unknown, name),
-        compactions=sum(1 for record in _main_line(main, by_uuid, "keep") if record.boundary),
+        compactions=sum(1 for record in whole if record.boundary),
+        version=next(
+            (r.data["version"] for r in reversed(main) if isinstance(r.data.get("version"), str)),
+            None,
+        ),
+        forks=_forks(main, whole, kept_whole, by_uuid),
+        warnings=tuple(warnings),
     )
 
 
 def looks_like_claude_code(records: Sequence[Any]) -> bool:
-    """Whether the first records of a JSON Lines file are a Claude Code session's."""
+    """Whether the first records of a JSON Lines file are a Claude Code session's.
+
+    What identifies the format is its message records: ``type`` user or assistant, a ``uuid``
+    and a ``parentUuid`` key, and a ``message`` object. Records of other types before the first
+    message (session metadata; new types come with every release) are passed over, as long as
+    they are objects with a string ``type`` and no Codex ``payload``.
+    """
     for record in records:
-        if not isinstance(record, dict):
+        if (
+            not isinstance(record, dict)
+            or not isinstance(record.get("type"), str)
+            or "payload" in record
+        ):
             return False
-        if record.get("type") in _MESSAGE_TYPES:
+        if record["type"] in _MESSAGE_TYPES:
             return (
                 "uuid" in record
                 and "parentUuid" in record
                 and isinstance(record.get("message"), dict)
             )
-        if record.get("type") not in _KNOWN_TYPES:
-            return False
     return False
 
 
@@ -184,9 +212,25 @@ class _Record:
 
     @property
     def response_id(self) -> str | None:
+        """What names the model call the record is part of: ``requestId``, else ``message.id``."""
+        request = self.data.get("requestId")
+        if isinstance(request, str) and request:
+            return request
         message = self.data.get("message")
         response = message.get("id") if isinstance(message, dict) else None
         return response if isinstance(response, str) and response else None
+
+    @property
+    def is_response(self) -> bool:
+        """An assistant record of a real model response that recorded its usage."""
+        if self.type != "assistant" or not self.is_message:
+            return False
+        message = self.data.get("message")
+        return (
+            isinstance(message, dict)
+            and message.get("usage") is not None
+            and message.get("model") != _SYNTHETIC_MODEL
+        )
 
 
 def _record(line: int, data: dict[str, Any], name: str) -> _Record:
@@ -204,10 +248,9 @@ def _record(line: int, data: dict[str, Any], name: str) -> _Record:
 
 
 def _main_line(
-    records: Sequence[_Record], by_uuid: dict[str, _Record], compaction: Compaction
+    leaf: _Record | None, by_uuid: dict[str, _Record], compaction: Compaction
 ) -> list[_Record]:
-    """The chain from the newest message back to its root, in conversation order."""
-    leaf = next((record for record in reversed(records) if record.is_message), None)
+    """The chain from ``leaf`` back to its root, in conversation order."""
     chain: list[_Record] = []
     seen: set[int] = set()
     node = leaf
@@ -221,6 +264,84 @@ def _main_line(
         node = by_uuid.get(parent) if parent is not None else None
     chain.reverse()
     return chain
+
+
+def _live_leaf(records: Sequence[_Record], by_uuid: dict[str, _Record]) -> _Record | None:
+    """The message the live conversation ends at.
+
+    The newest message of the file, as a rule: a redo forks the chain and the newest branch is
+    the one the user continued. But Claude Code also forks its chain at ``progress`` records
+    (hook and subagent progress written beside the tool results; a later message may name one
+    as its parent), and then the newest message can sit on a branch that never reaches the last
+    model response. When the branches of the newest message and of the last response recorded
+    with usage part at such a record, the live one is the branch of the last response (the
+    request its usage measured was built from it): its newest descendant is the leaf.
+    """
+    newest = next((record for record in reversed(records) if record.is_message), None)
+    last = next((record for record in reversed(records) if record.is_response), None)
+    if newest is None or last is None or newest is last:
+        return newest
+    ancestors = {id(record) for record in _main_line(newest, by_uuid, "keep")}
+    if id(last) in ancestors:
+        return newest
+    if not _parts_at_bookkeeping(newest, last, by_uuid):
+        return newest
+    children: dict[str, list[_Record]] = {}
+    for record in records:
+        if record.parent is not None:
+            children.setdefault(record.parent, []).append(record)
+    leaf, stack, seen = last, [last], {id(last)}
+    while stack:
+        node = stack.pop()
+        for child in children.get(node.uuid or "", ()):
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            stack.append(child)
+            if child.is_message and child.line > leaf.line:
+                leaf = child
+    return leaf
+
+
+def _parts_at_bookkeeping(a: _Record, b: _Record, by_uuid: dict[str, _Record]) -> bool:
+    """Whether the chains of ``a`` and ``b`` part where one goes on through a non-message record."""
+    chain_a = _main_line(a, by_uuid, "keep")
+    chain_b = _main_line(b, by_uuid, "keep")
+    common = 0
+    for x, y in zip(chain_a, chain_b, strict=False):
+        if x is not y:
+            break
+        common += 1
+    if common == 0:
+        return True  # no common root: a chain broken by a record the file does not hold
+    return any(
+        common < len(chain) and chain[common].type not in _MESSAGE_TYPES
+        for chain in (chain_a, chain_b)
+    )
+
+
+def _forks(
+    records: Sequence[_Record],
+    line: Sequence[_Record],
+    drafts: Sequence[_Draft],
+    by_uuid: dict[str, _Record],
+) -> int:
+    """The branch points of messages the conversation read leaves out (redos, dead ends)."""
+    used = {id(record) for record in line}
+    used.update(id(record) for draft in drafts for record in draft.records)
+    points: set[int] = set()
+    for record in records:
+        if not record.is_message or id(record) in used:
+            continue
+        node, seen = record, set()
+        while id(node) not in seen:
+            seen.add(id(node))
+            parent = by_uuid.get(node.parent) if node.parent is not None else None
+            if parent is None or id(parent) in used:
+                break
+            node = parent
+        points.add(id(node))
+    return len(points)
 
 
 # -- messages --------------------------------------------------------------------------------
@@ -240,21 +361,42 @@ class _Reader:
         self.unknown: list[Unknown] = []
         self._contents: dict[int, str | list[Message]] = {}
 
+    def conversation(
+        self, chain: Sequence[_Record], records: Sequence[_Record]
+    ) -> tuple[list[Message], list[_Draft]]:
+        """The messages of a chain, and the draft each came from."""
+        on_chain = {id(record) for record in chain}
+        off_chain = [r for r in records if id(r) not in on_chain and r.is_message]
+        return self.messages(self.drafts([r for r in chain if r.is_message], off_chain))
+
     def drafts(self, chain: Sequence[_Record], off_chain: Sequence[_Record]) -> list[_Draft]:
         drafts: list[_Draft] = []
         responses: dict[str, _Draft] = {}
+        gathering: _Draft | None = None  # the response whose tool results are being written
         for record in chain:
             response = record.response_id
             last: _Draft | None = drafts[-1] if drafts else None
             if record.type == "assistant":
+                if (
+                    gathering is not None
+                    and response is not None
+                    and (responses.get(response) is gathering)
+                ):
+                    # the same model call, its parallel calls written between their results
+                    gathering.records.append(record)
+                    continue
                 if last is None or response is None or responses.get(response) is not last:
                     last = _Draft("assistant")
                     drafts.append(last)
                 if response is not None:
                     responses.setdefault(response, last)
-            elif last is None or last.role != "user":
-                last = _Draft("user")
-                drafts.append(last)
+                gathering = last
+            else:
+                if last is None or last.role != "user":
+                    last = _Draft("user")
+                    drafts.append(last)
+                if not self._only_results(record):
+                    gathering = None
             last.records.append(record)
         for record in off_chain:  # the other blocks of a response, on sibling branches
             response = record.response_id
@@ -264,6 +406,10 @@ class _Reader:
             draft.records.sort(key=lambda record: record.line)
         self._recover_results(drafts, off_chain)
         return drafts
+
+    def _only_results(self, record: _Record) -> bool:
+        blocks = self.blocks(record)
+        return bool(blocks) and all(block["type"] == "tool_result" for block in blocks)
 
     def _recover_results(self, drafts: list[_Draft], off_chain: Sequence[_Record]) -> None:
         """Add tool results written on sibling branches to the user message after their call."""
@@ -439,7 +585,10 @@ class _Reader:
                 inner = f"{where}.content[{position}]"
                 if not isinstance(part, dict) or not isinstance(part.get("type"), str):
                     raise MalformedMessageError(inner, "block has no string 'type'")
-                if part["type"] not in _RESULT_PARTS:
+                if part["type"] == "tool_reference":  # a tool ToolSearch loaded
+                    reference = _field(part, "tool_name", str, inner)
+                    parts.append(text_block(f"[tool_reference: {reference}]"))
+                elif part["type"] not in _RESULT_PARTS:
                     self.unknown.append(Unknown(inner, part["type"]))
                 elif part["type"] != "text" or _field(part, "text", str, inner):
                     parts.append(dict(part))

@@ -13,7 +13,9 @@ object per line, ``{"timestamp", "type", "payload"}``, where ``type`` is
 - ``event_msg``: UI events; ``token_count`` carries ``info.last_token_usage``, the usage of the
   request that just completed;
 - ``compacted``: a compaction, with its summary ``message`` and, in newer versions, the
-  ``replacement_history`` the conversation continued from.
+  ``replacement_history`` the conversation continued from;
+- ``world_state`` (0.144): the state of the workspace Codex gives the model; it is content the
+  model saw, kept as a user text block (its ``text``, else its payload as JSON text).
 
 Rollouts written before ``session_meta`` existed (mid 2025) start with a bare ``{"id",
 "timestamp", "instructions"}`` line, hold bare response items on the other lines and
@@ -74,6 +76,7 @@ from ._common import (
     array,
     check_compaction,
     count,
+    dumps,
     image_from_url,
     in_file_order,
     jsonl_records,
@@ -90,7 +93,9 @@ __all__ = ["FORMAT", "looks_like_codex", "parse_codex", "read_codex"]
 
 FORMAT = "codex"
 
-_LINE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
+_LINE_TYPES = frozenset(
+    {"session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state"}
+)
 _DROPPED_ITEMS = frozenset({"reasoning", "ghost_snapshot", "compaction", "compaction_summary"})
 _CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -114,7 +119,7 @@ def parse_codex(
     """
     check_compaction(compaction)
     reader = _Reader(name, compaction)
-    for position, (line, record) in enumerate(jsonl_records(source, name)):
+    for position, (line, record) in enumerate(jsonl_records(source, name, reader.warnings)):
         reader.line(line, record, first=position == 0)
     return reader.transcript()
 
@@ -135,7 +140,8 @@ def looks_like_codex(records: Sequence[Any]) -> bool:
 
 @dataclass(slots=True)
 class _Entry:
-    """An item of the history as recorded: a response item, a usage, or a compaction summary."""
+    """An item of the history as recorded: a response item, a usage, or user text (a compaction
+    summary, a world state)."""
 
     line: int
     where: str
@@ -155,6 +161,8 @@ class _Reader:
         self.tools: tuple[dict[str, Any], ...] | None = None
         self.model: str | None = None
         self.compactions = 0
+        self.version: str | None = None
+        self.warnings: list[str] = []
         self._meta_seen = False
         self._last_total: Any = None
 
@@ -188,6 +196,8 @@ class _Reader:
                 self._token_count(line, event, f"{where}: payload")
         elif line_type == "compacted":
             self._compacted(line, mapping(payload, f"{where}: payload"), f"{where}: payload")
+        elif line_type == "world_state":
+            self._world_state(line, payload, f"{where}: payload")
         else:
             self.unknown.append(Unknown(where, line_type))
 
@@ -195,6 +205,8 @@ class _Reader:
         if self._meta_seen:  # a forked or resumed rollout repeats its parent's
             return
         self._meta_seen = True
+        version = meta.get("cli_version")
+        self.version = version if isinstance(version, str) else None
         base = meta.get("base_instructions")
         if isinstance(base, dict):
             base = base.get("text")
@@ -233,6 +245,13 @@ class _Reader:
             cache_reads=cached,
         )
         self.entries.append(_Entry(line, where, usage=usage, model=self.model))
+
+    def _world_state(self, line: int, payload: Any, where: str) -> None:
+        """The state of the world Codex put in the model's input: kept as user text."""
+        text = payload.get("text") if isinstance(payload, dict) else None
+        if not isinstance(text, str):
+            text = payload if isinstance(payload, str) else dumps(payload)
+        self.entries.append(_Entry(line, where, summary=text))
 
     def _compacted(self, line: int, payload: dict[str, Any], where: str) -> None:
         self.compactions += 1
@@ -278,6 +297,8 @@ class _Reader:
             requests=tuple(requests),
             unknown=in_file_order(self.unknown, self.name),
             compactions=self.compactions,
+            version=self.version,
+            warnings=tuple(self.warnings),
         )
 
     def _blocks(

@@ -56,7 +56,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._errors import MalformedMessageError, TaskFolderError
@@ -107,8 +107,10 @@ def parse_gemini_cli(source: Any, *, name: str = "<string>") -> Transcript:
         try:
             value = json.loads(source)
         except (ValueError, RecursionError):  # JSON Lines, or not JSON at all
-            records = jsonl_records(source, name)
-            return reader.recording([(f"{name}:{line}: ", record) for line, record in records])
+            warnings: list[str] = []
+            records = jsonl_records(source, name, warnings)
+            read = reader.recording([(f"{name}:{line}: ", record) for line, record in records])
+            return replace(read, warnings=tuple(warnings))
         source = value
     return reader.value(source)
 

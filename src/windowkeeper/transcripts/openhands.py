@@ -1,5 +1,9 @@
 """OpenHands trajectories (the event stream of a conversation, saved as JSON), read.
 
+Two generations: the V0 trajectory described here, and the V1 software-agent-sdk event stream
+(events with a ``kind``, one JSON file per event in a conversation's ``events/`` folder), read
+by :mod:`.openhands_v1`; :func:`parse_openhands` and :func:`read_openhands` tell them apart.
+
 The format (``All-Hands-AI/OpenHands``: ``openhands/events/serialization/event.py``). A JSON list
 of events, as the UI's "export trajectory", ``save_trajectory_path`` and the evaluation outputs'
 ``history`` write them (an object with a ``history`` or ``trajectory`` list, and JSON Lines with
@@ -59,7 +63,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._errors import MalformedMessageError, TaskFolderError
@@ -76,6 +80,7 @@ from ._common import (
     array,
     check_compaction,
     count,
+    head_records,
     image_from_url,
     jsonl_records,
     kind,
@@ -85,6 +90,12 @@ from ._common import (
     text_block,
     tool_result,
     tool_use,
+)
+from .openhands_v1 import (
+    is_openhands_folder,
+    looks_like_openhands_v1,
+    parse_openhands_v1,
+    read_openhands_folder,
 )
 
 __all__ = ["FORMAT", "looks_like_openhands", "parse_openhands", "read_openhands"]
@@ -162,7 +173,9 @@ _REJECT_NOTE = "\n[Last action has been rejected by the user]"
 
 
 def read_openhands(path: str | os.PathLike[str], *, compaction: Compaction = "last") -> Transcript:
-    """Read an OpenHands trajectory file; errors name the file and the JSON path."""
+    """Read an OpenHands trajectory file or V1 conversation folder; errors name the file and path."""
+    if is_openhands_folder(path):
+        return read_openhands_folder(path, compaction=compaction)
     return parse_openhands(read_text(path), name=str(path), compaction=compaction)
 
 
@@ -180,15 +193,24 @@ def parse_openhands(
         try:
             source = json.loads(source)
         except (ValueError, RecursionError):  # one event a line
-            records = jsonl_records(source, name)
-            return _Reader(name, compaction).read([(f"{name}:{line}", e) for line, e in records])
+            head = head_records(source)
+            if head is not None and looks_like_openhands_v1(head):
+                return parse_openhands_v1(source, name=name, compaction=compaction)
+            warnings: list[str] = []
+            records = jsonl_records(source, name, warnings)
+            located = [(f"{name}:{line}", e) for line, e in records]
+            return replace(_Reader(name, compaction).read(located), warnings=tuple(warnings))
+    if looks_like_openhands_v1(source):
+        return parse_openhands_v1(source, name=name, compaction=compaction)
     events, path = _events(source, name)
     located = [(f"{name}: {path}[{index}]", event) for index, event in enumerate(events)]
     return _Reader(name, compaction).read(located)
 
 
 def looks_like_openhands(value: Any) -> bool:
-    """Whether a JSON value (or the first records of a JSON Lines file) is a trajectory."""
+    """Whether a JSON value (or the first records of a JSON Lines file) is a trajectory (V0 or V1)."""
+    if looks_like_openhands_v1(value):
+        return True
     if isinstance(value, dict):
         value = value.get("history", value.get("trajectory"))
     if not isinstance(value, list) or not value:

@@ -1,0 +1,180 @@
+"""OpenHands V1 (software-agent-sdk) event streams: folders, lists, responses, condensation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from windowkeeper import validate_messages
+from windowkeeper.tools._inspection import inspect_trace
+from windowkeeper.tools._trace import load_trace
+from windowkeeper.transcripts._detect import Unknown, detect_transcript, read_transcript
+from windowkeeper.transcripts.openhands import looks_like_openhands, parse_openhands
+from windowkeeper.transcripts.openhands_v1 import (
+    is_openhands_folder,
+    looks_like_openhands_v1,
+    parse_openhands_v1,
+)
+
+FOLDER = Path(__file__).parent / "fixtures" / "openhands_v1"
+
+
+def _events() -> list[dict[str, Any]]:
+    files = sorted((FOLDER / "events").glob("*.json"))
+    return [json.loads(file.read_text(encoding="utf-8")) for file in files]
+
+
+def _roles(messages: Any) -> list[str]:
+    return [message["role"] for message in messages]
+
+
+def _types(message: dict[str, Any]) -> list[str]:
+    return [block["type"] for block in message["content"]]
+
+
+def _action(call_id: str, response: str, command: str = "ls", **extra: Any) -> dict[str, Any]:
+    call = {"id": call_id, "name": "terminal", "arguments": json.dumps({"command": command})}
+    return {
+        "id": f"a-{call_id}",
+        "source": "agent",
+        "kind": "ActionEvent",
+        "thought": extra.pop("thought", []),
+        "tool_name": "terminal",
+        "tool_call_id": call_id,
+        "tool_call": call,
+        "llm_response_id": response,
+        **extra,
+    }
+
+
+def _observation(call_id: str, text: str = "ok") -> dict[str, Any]:
+    return {
+        "id": f"o-{call_id}",
+        "source": "environment",
+        "kind": "ObservationEvent",
+        "tool_name": "terminal",
+        "tool_call_id": call_id,
+        "action_id": f"a-{call_id}",
+        "observation": {"content": [{"type": "text", "text": text}], "is_error": False},
+    }
+
+
+def _user(text: str) -> dict[str, Any]:
+    content = [{"type": "text", "text": text}]
+    return {
+        "id": f"u-{text}",
+        "source": "user",
+        "kind": "MessageEvent",
+        "llm_message": {"role": "user", "content": content},
+    }
+
+
+class TestFolder:
+    """The conversation folder in fixtures/openhands_v1 (events/ and base_state.json)."""
+
+    def test_detected_and_read(self) -> None:
+        """A folder with events/ is OpenHands, read in file-name order, with its model."""
+        assert is_openhands_folder(FOLDER)
+        assert is_openhands_folder(FOLDER / "events")
+        assert detect_transcript(FOLDER) == "openhands"
+        transcript = read_transcript(FOLDER)
+        assert transcript.model == "litellm_proxy/claude-sonnet-4-5"
+        assert transcript.system == "You are a careful coding agent working in /workspace."
+        assert [tool["name"] for tool in transcript.tools or ()] == ["terminal", "file_editor"]
+        assert validate_messages(list(transcript.messages)) == []
+
+    def test_last_condensation_view(self) -> None:
+        """By default forgotten events are gone and the summary stands at its offset."""
+        transcript = read_transcript(FOLDER)
+        assert _roles(transcript.messages) == ["user", "assistant"] * 3
+        first = transcript.messages[0]["content"]
+        assert [block["text"][:12] for block in first] == ["The date par", "The parser i"]
+        assert transcript.compactions == 1
+        assert transcript.model_calls == 3
+        assert transcript.unknown == (
+            Unknown(str(FOLDER / "events" / "event-00013-e13.json"), "FutureEvent"),
+        )
+
+    def test_keep_condensation(self) -> None:
+        """With compaction="keep" the batch of two calls is one message and one response."""
+        transcript = read_transcript(FOLDER, compaction="keep")
+        assert _roles(transcript.messages) == ["user", "assistant"] * 4
+        assert _types(transcript.messages[1]) == ["text", "tool_use", "tool_use"]
+        assert _types(transcript.messages[2]) == ["tool_result", "tool_result"]
+        error = transcript.messages[4]["content"][0]
+        assert error["is_error"] is True
+        assert transcript.model_calls == 4
+        assert validate_messages(list(transcript.messages)) == []
+
+    def test_load_trace_and_inspect(self) -> None:
+        """The CLI's loader takes the folder as OpenHands, not as a Cline task folder."""
+        trace = load_trace(FOLDER)
+        assert trace.format.value == "openhands"
+        found = inspect_trace(trace)
+        assert found.tool_calls == {"terminal": 2}
+        assert found.file_reads == {"src/dates.py": 1}
+
+
+class TestStream:
+    """Event lists, JSON Lines, and the rules of one response."""
+
+    def test_list_and_jsonl_read_the_same(self) -> None:
+        """The events as one JSON list, as {"events": [...]} and one a line: one conversation."""
+        events = _events()
+        as_list = parse_openhands(json.dumps(events))
+        as_object = parse_openhands(json.dumps({"events": events}))
+        as_lines = parse_openhands("".join(json.dumps(event) + "\n" for event in events))
+        assert as_list.messages == as_object.messages == as_lines.messages
+        assert looks_like_openhands(events)
+
+    def test_call_written_after_a_result_joins_its_response(self) -> None:
+        """A call of the same llm_response_id after an observation is still one message."""
+        events = [
+            _user("go"),
+            _action("c1", "r1", thought=[{"type": "text", "text": "Two looks."}]),
+            _observation("c1", "one"),
+            _action("c2", "r1"),
+            _observation("c2", "two"),
+            _action("c3", "r2"),
+            _observation("c3"),
+        ]
+        transcript = parse_openhands_v1(events)
+        assert _roles(transcript.messages) == ["user", "assistant", "user", "assistant", "user"]
+        assert _types(transcript.messages[1]) == ["text", "tool_use", "tool_use"]
+        results = transcript.messages[2]["content"]
+        assert [block["tool_use_id"] for block in results] == ["c1", "c2"]
+        assert transcript.model_calls == 2
+
+    def test_unanswered_call_is_left_out(self) -> None:
+        """A call the run never answered is dropped, as the SDK's view drops it."""
+        transcript = parse_openhands_v1([_user("go"), _action("c1", "r1")])
+        assert _roles(transcript.messages) == ["user"]
+
+    def test_rejection_and_unknown_kind(self) -> None:
+        """A rejected call's result says so; an unknown kind is skipped and reported."""
+        rejected = {
+            "id": "x",
+            "source": "user",
+            "kind": "UserRejectObservation",
+            "tool_name": "terminal",
+            "tool_call_id": "c1",
+            "action_id": "a-c1",
+            "rejection_reason": "not now",
+        }
+        future = {"id": "f", "source": "environment", "kind": "NewKindEvent"}
+        transcript = parse_openhands_v1([_user("go"), _action("c1", "r1"), rejected, future])
+        assert transcript.messages[2]["content"][0]["content"] == "Action rejected: not now"
+        assert transcript.unknown == (Unknown("<string>: [3]", "NewKindEvent"),)
+
+    def test_v0_trajectory_is_not_taken(self) -> None:
+        """A V0 event (action and source, no kind) is not a V1 stream."""
+        assert not looks_like_openhands_v1([{"id": 1, "source": "user", "action": "message"}])
+
+    @pytest.mark.parametrize("compaction", ["last", "keep"])
+    def test_pairing_is_valid(self, compaction: Any) -> None:
+        """Every reading of the fixture keeps tool pairing."""
+        transcript = parse_openhands_v1(_events(), compaction=compaction)
+        assert validate_messages(list(transcript.messages)) == []
