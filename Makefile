@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint fix typecheck pytest bench clean
+.PHONY: demo test lint fix typecheck pytest bench mutants clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,13 +18,13 @@ demo: $(STAMP)
 	$(BIN)/windowkeeper demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench mutation
+	$(BIN)/ruff format --check src tests bench mutation
 
 # Rewrites what ruff can fix by itself: lint fixes, then formatting.
 fix: $(STAMP)
-	$(BIN)/ruff check --fix src tests bench
-	$(BIN)/ruff format src tests bench
+	$(BIN)/ruff check --fix src tests bench mutation
+	$(BIN)/ruff format src tests bench mutation
 
 # tests/typing/ holds typed caller files: mypy must accept them as a user's code.
 typecheck: $(STAMP)
@@ -50,6 +50,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_storage.py
 	$(BIN)/python bench/bench_shapes.py
 	if [ -f bench/bench_import.py ]; then $(BIN)/python bench/bench_import.py; fi
+
+# Mutation testing of session/ (slow: one test run a mutant; not part of `make test`).
+# MUTANTS_ARGS="--sample 40" runs a random sample; see mutation/run.py for the options.
+mutants: $(STAMP)
+	$(BIN)/python mutation/run.py $(MUTANTS_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .coverage .coverage.*

@@ -22,10 +22,6 @@ HISTORY = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs ContextManager(keep_user_text=True) in session/_session.py (the lead's file)",
-)
 @pytest.mark.parametrize("summarize", [False, True])
 def test_words_after_the_cut_are_sent(summarize: bool) -> None:
     """A cut right before the user's own text: the text is sent, after the missing results."""

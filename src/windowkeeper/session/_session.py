@@ -236,7 +236,8 @@ class ContextSession:
             )
         self._counter: TokenCounter = counter if counter is not None else CalibratedEstimator()
         self._manager = ContextManager(
-            detector=detector if detector is not None else NativeReadDetector()
+            detector=detector if detector is not None else NativeReadDetector(),
+            keep_user_text=True,  # the user's words after the cut are sent, never replaced
         )
         self._requests = RequestBuilder(self._manager, self._counter, place_results=place_results)
         self._max_result_share = (
