@@ -42,17 +42,26 @@ class ConcurrentUpdateError(WindowkeeperError):
     """Another writer committed to the task since this session read it; nothing was written.
 
     ``task`` names the task (a folder or a task id), ``expected`` the version this session built
-    on and ``found`` the version the backend holds. Reopen the task to continue from its state.
+    on and ``found`` the version the backend holds. Reload (``ContextSession.reload()``) or reopen
+    the task to continue from its state: until then the store, and the session that got this
+    error, refuse every further commit.
+
+    ``extended`` is True when the only change is that another program (Cline) appended messages
+    to the history file and left the messages this writer knew as they were: a session then
+    takes them in and applies its change after them.
     """
 
-    def __init__(self, task: str, expected: int, found: int) -> None:
-        super().__init__(
-            f"{task}: another writer committed (version {found}) since this session read version"
-            f" {expected}; nothing was written (reopen the task to continue)"
-        )
+    def __init__(
+        self, task: str, expected: int, found: int, *, detail: str = "", extended: bool = False
+    ) -> None:
+        what = detail or f"another writer committed (version {found}) since this session read"
+        if not detail:
+            what += f" version {expected}"
+        super().__init__(f"{task}: {what}; nothing was written (reload the task to continue)")
         self.task = task
         self.expected = expected
         self.found = found
+        self.extended = extended
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import sqlite3
 
 from .._errors import ConfigurationError
-from ._folder import encode_message
+from ._journal import encode_message
 from ._protocol import Commit, ConcurrentUpdateError, Snapshot, StorageError
 
 __all__ = ["SQLiteStore"]

@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from .._errors import ConfigurationError
-from ._folder import encode_message
+from ._journal import encode_message
 from ._protocol import Commit, ConcurrentUpdateError, Snapshot, StorageError
 
 __all__ = ["SCHEMA", "PostgresStore"]
