@@ -29,7 +29,6 @@ from typing import Any, Literal
 from .._errors import (
     ConfigurationError,
     ContextOverflowError,
-    InvalidRangeError,
     MalformedMessageError,
     TaskFolderError,
 )
@@ -41,7 +40,7 @@ from ..core._messages import Message, SystemPrompt
 from ..core._notices import TRUNCATION_NOTICE
 from ..core._overwrites import CorruptStoreError, OverwriteStore
 from ..core._pairing import OrphanResults
-from ..core._truncation import DeletedRange, check_range, visible_start
+from ..core._truncation import DeletedRange, visible_start
 from ..core._usage import TokenUsage
 from ..core._window import ContextWindowInfo, context_window_info
 from ..formats import from_anthropic, responses
@@ -53,7 +52,15 @@ from ..formats._wire import (
     anthropic_message,
     openai_message,
 )
-from ..storage import Commit, SessionStore, TaskFolderStore
+from ..storage import Commit, ConcurrentUpdateError, SessionStore, TaskFolderStore
+from ._admission import (
+    admit_checkpoint_fields,
+    admit_messages,
+    admit_range,
+    admit_request_arguments,
+    admit_timestamp,
+    admit_usage,
+)
 from ._alternation import RoleMerger, merge_same_roles
 from ._clipping import MIN_KEPT_CHARS, Clip, ClipMemo, clippable_blocks
 from ._models import model_window
@@ -432,6 +439,7 @@ class ContextSession:
         # committed (constant time for the Growing history, no copy).
         self._committed = Seen()
         self._committed_store: tuple[OverwriteStore, int] | None = None  # (store, revision)
+        self._refused: ConcurrentUpdateError | None = None  # lost a conflict: reload() first
         if self._backend is not None:
             self._load(self._backend)
 
@@ -450,12 +458,8 @@ class ContextSession:
     @deleted_range.setter
     def deleted_range(self, value: DeletedRange | None) -> None:
         # For flows that hide history themselves, as Cline's summarize and condense tools do.
-        checked = check_range(value)
         self._sync()
-        if checked is not None and checked[1] >= len(self._history):
-            raise InvalidRangeError(
-                f"deleted_range {checked} reaches past the history's {len(self._history)} messages"
-            )
+        checked = admit_range(value, len(self._history))
         state = self._state.copy()
         state.deleted_range = checked
         self._commit(state)
@@ -523,6 +527,7 @@ class ContextSession:
         if self._openai is not None:
             for offset, message in enumerate(batch):
                 check_json_value(message, f"history[{len(self._openai) + offset}]")
+            admit_messages(batch, len(self._openai))
             self._openai.extend(batch)
             try:
                 self._sync()
@@ -536,6 +541,7 @@ class ContextSession:
             start = len(self._history)
             for offset, message in enumerate(batch):
                 check_session_message(message, f"history[{start + offset}]")
+            admit_messages(batch, start)
             self._check_first([*self._history[:1], *batch[:1]], "history")
             self._history.extend(batch)
             try:
@@ -632,9 +638,9 @@ class ContextSession:
         the next decision, unless the range has grown since that request was prepared (then the
         usage is stale and ignored). ``timestamp`` overrides when that request was sent (ms).
         """
-        parsed = usage_from_sdk(usage)
+        parsed = admit_usage(usage_from_sdk(usage))
         if timestamp is not None:
-            _count_argument("timestamp", timestamp)
+            admit_timestamp(timestamp)
         last = self._last
         generation = last.generation if last is not None else self._state.generation
         sent_at = timestamp if timestamp is not None else (last.timestamp if last else self._tick())
@@ -678,6 +684,7 @@ class ContextSession:
             or not all(isinstance(tool, Mapping) for tool in tools)
         ):
             raise ConfigurationError("tools must be a list of tool definition dicts")
+        admit_request_arguments(system, tools)
         reserve = self._max_output_tokens
         if max_output_tokens is not None:
             reserve = _count_argument("max_output_tokens", max_output_tokens)
@@ -1074,7 +1081,7 @@ class ContextSession:
         self._state.generation += 1
 
     def _tick(self) -> int:
-        now = max(int(self._clock()), self._state.last_timestamp + 1)
+        now = max(admit_timestamp(int(self._clock()), "clock()"), self._state.last_timestamp + 1)
         self._state.last_timestamp = now
         return now
 
@@ -1119,6 +1126,7 @@ class ContextSession:
                 f"rollback takes a Checkpoint from checkpoint(), got {type(checkpoint).__name__}"
             )
         length = len(self._openai) if self._openai is not None else len(self._history)
+        admit_checkpoint_fields(checkpoint, length)
         if checkpoint.history_length > length:
             raise ConfigurationError(
                 f"checkpoint holds {checkpoint.history_length} messages, the history only"
@@ -1190,20 +1198,85 @@ class ContextSession:
         backend = self._backend
         if backend is None:
             return
+        if self._refused is not None:  # the stored task moved on: reload before writing again
+            refused = self._refused
+            raise ConcurrentUpdateError(refused.task, self._version, refused.found)
         store = store if store is not None else self._manager.store
-        history = self._history
-        keep = self._committed.prefix(history)
         changed = self._committed_store != (store, store.revision)
-        commit = Commit(
-            base_version=self._version,
-            keep=keep,
-            append=history[keep:],
-            state=_state_value(state, len(history)),
-            store_json=store.to_json() if changed else None,
-        )
-        self._version = backend.commit(commit)
+        store_json = store.to_json() if changed else None
+        for attempt in range(2):
+            history = self._history
+            keep = self._committed.prefix(history)
+            value = _state_value(state, len(history))
+            _read_state(value, "the state to commit", len(history))  # what commits, loads
+            commit = Commit(self._version, keep, history[keep:], value, store_json)
+            try:
+                self._version = backend.commit(commit)
+                break
+            except ConcurrentUpdateError as error:
+                if attempt or not error.extended or not self._take_extension(backend, keep):
+                    self._refused = error
+                    raise
         self._committed.remember(history)
         self._committed_store = (store, store.revision)
+
+    def _take_extension(self, backend: SessionStore, keep: int) -> bool:
+        """Another program (Cline) appended to the stored history: take its messages in.
+
+        They go after what this session committed and before what it is committing now; True
+        when that was possible (an Anthropic-shaped history, a commit that cuts nothing, the
+        stored messages unchanged and checked), so that the commit may be tried again.
+        """
+        if self._openai is not None or keep != self._committed.length:
+            return False
+        snapshot = backend.load()
+        if snapshot is None or snapshot.version != self._version:
+            return False
+        stored = snapshot.history
+        if len(stored) < keep or stored[:keep] != self._history[:keep]:
+            return False
+        try:
+            for index in range(keep, len(stored)):
+                check_session_message(stored[index], f"{HISTORY_FILE}[{index}]")
+        except MalformedMessageError:
+            return False
+        history = Growing([*self._history[:keep], *stored[keep:]])
+        self._committed.remember(history)
+        history.extend(self._history[keep:])
+        self._history = history
+        return True
+
+    def reload(self) -> None:
+        """Read the task again from the store, dropping everything this session holds in memory.
+
+        The way on after :class:`~windowkeeper.ConcurrentUpdateError`: until then every call
+        that writes raises it again. Retry the step on the stored state: ``reload()``, apply
+        the change again (append the message, prepare, record the usage), commit by that call.
+        """
+        backend = self._backend
+        if backend is None:
+            raise ConfigurationError("reload() needs a session with task_dir or store")
+        self._history = Growing()
+        self._committed = Seen()
+        self._committed_store = None
+        self._version = 0
+        self._state = _State()
+        self._last = None
+        self._manager.store = OverwriteStore()
+        if self._openai is not None:
+            self._openai = OpenAIHistory(dialect=self._dialect)
+        self._ids.reset()
+        self._clip_memo = ClipMemo()
+        self._merger = RoleMerger()
+        self._orphans = OrphanResults()
+        self._orphaned = ()
+        self._noticed = None
+        self._continued = None
+        self._empties = _EmptyMessages()
+        if self._placer is not None:
+            self._placer = ResultPlacer()
+        self._load(backend)
+        self._refused = None
 
     def _load(self, backend: SessionStore) -> None:
         snapshot = backend.load()
