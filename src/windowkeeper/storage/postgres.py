@@ -95,6 +95,7 @@ class PostgresStore:
                     self._connection.execute("SELECT pg_advisory_xact_lock(7110517)")
                     self._connection.execute(SCHEMA)
             except psycopg.Error as error:
+                self.close()  # a connection of our own is not left open on failure
                 raise StorageError(f"{self.name}: cannot create the tables: {error}") from None
             self._create_schema = False
         return self._connection
