@@ -1404,7 +1404,7 @@ def _read_state(value: Any, where: str, history_length: int) -> _State:
                 raise ValueError("deleted_range must be null or two indices")
             deleted_range = (
                 _state_int(deleted[0], "deleted_range[0]"),
-                _state_int(deleted[1], "deleted_range[1]"),
+                _state_int(deleted[1], "deleted_range[1]", minimum=-1),  # (2, -1) is empty
             )
             if deleted_range[1] >= history_length:
                 raise ValueError(
