@@ -503,11 +503,12 @@ class TaskFolderStore:
             "state": commit.state,
         }
         line = encode_record(record, None if rewrite else encoded)
+        last_line_before = self._journal_last
         self._step("journal")
         self._append_record(line)  # the commit point: from here on the commit stands
         if addition:
             self._step("history")
-            self._append_history(history_path, self._ends[-1], addition, len(line))
+            self._append_history(history_path, self._ends[-1], addition, last_line_before)
         self._step("renames")
         renamed = True
         try:
@@ -567,7 +568,7 @@ class TaskFolderStore:
         finally:
             os.close(descriptor)
 
-    def _append_history(self, path: Path, offset: int, addition: bytes, line: int) -> None:
+    def _append_history(self, path: Path, offset: int, addition: bytes, before: bytes) -> None:
         """Write ``addition`` over the closing bracket at ``offset``; on failure undo the commit.
 
         Not synced: the journal line, synced already, holds the messages (see :func:`replay`).
@@ -583,9 +584,11 @@ class TaskFolderStore:
             except OSError:
                 undone = False
             try:
+                line = len(self._journal_last)
                 self._truncate(self.folder / JOURNAL_FILE, self._journal_size - line)
                 self._journal_size -= line
                 self._journal_lines -= 1
+                self._journal_last = before
             except OSError:
                 undone = False
             self._stat = self._history_stat()
