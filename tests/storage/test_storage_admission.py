@@ -65,14 +65,14 @@ class TestRefusedAtTheDoor:
                 "timestamp",
             ),
             (
-                lambda s: s.record_usage(TokenUsage(999_999_999_999_999, 40)),
+                lambda s: s.record_usage(TokenUsage(10**15, 40)),
                 InvalidUsageError,
                 "usage.tokens_in",
             ),
             (
-                lambda s: s.record_usage({"input_tokens": 5, "cache_read_input_tokens": 10**12}),
+                lambda s: s.record_usage({"input_tokens": 5, "cache_read_input_tokens": 10**16}),
                 InvalidUsageError,
-                "usage.cache_reads",
+                "usage.cache_read_input_tokens",
             ),
             (lambda s: setattr(s, "deleted_range", (-1, 2)), InvalidRangeError, "deleted_range"),
             (lambda s: setattr(s, "deleted_range", (2, 2)), InvalidRangeError, "last message"),

@@ -29,6 +29,7 @@ from .._errors import (
     InvalidUsageError,
     MalformedMessageError,
 )
+from ..cline._task import MAX_TOKEN_COUNT
 from ..core._inputs import check_json_value
 from ..core._truncation import DeletedRange, check_range
 from ..core._usage import TokenUsage
@@ -47,8 +48,8 @@ __all__ = [
 MAX_STATE_INT = 10**15
 """Every integer of the persisted state is below this (the state reader refuses the rest)."""
 
-MAX_USAGE_TOKENS = 10**9
-"""A usage count above this is a unit mistake: no model's window comes near a billion tokens."""
+MAX_USAGE_TOKENS = MAX_TOKEN_COUNT
+"""The largest usage count taken: the bound of every token count a task folder may hold."""
 
 _FIELDS = ("tokens_in", "tokens_out", "cache_writes", "cache_reads")
 
@@ -65,15 +66,15 @@ def admit_timestamp(value: Any, name: str = "timestamp") -> int:
 
 
 def admit_usage(usage: TokenUsage, name: str = "usage") -> TokenUsage:
-    """``usage`` unless one of its counts is negative or absurd (:data:`MAX_USAGE_TOKENS`)."""
+    """``usage`` unless one of its counts is negative or beyond what can be stored."""
     for field in _FIELDS:
         count = getattr(usage, field)
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise InvalidUsageError(f"{name}.{field} must be a non-negative integer, got {count!r}")
         if count > MAX_USAGE_TOKENS:
             raise InvalidUsageError(
-                f"{name}.{field} is {count:,} tokens, more than any model's window"
-                f" (at most {MAX_USAGE_TOKENS:,} is taken)"
+                f"{name}.{field} is {count:,} tokens, more than can be stored"
+                f" (at most {MAX_USAGE_TOKENS:,})"
             )
     return usage
 

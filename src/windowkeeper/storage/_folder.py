@@ -505,7 +505,9 @@ class TaskFolderStore:
         line = encode_record(record, None if rewrite else encoded)
         last_line_before = self._journal_last
         self._step("journal")
-        self._append_record(line)  # the commit point: from here on the commit stands
+        # the commit point: from here on the commit stands. A commit of decisions alone is not
+        # synced: the next commit of messages or of the store syncs it with its own line.
+        self._append_record(line, sync=bool(encoded) or rewrite or commit.store_json is not None)
         if addition:
             self._step("history")
             self._append_history(history_path, self._ends[-1], addition, last_line_before)
@@ -516,8 +518,10 @@ class TaskFolderStore:
                 os.replace(_next(history_path), history_path)
             if commit.store_json is not None:
                 os.replace(_next(store_path), store_path)
-            if rewrite or commit.store_json is not None:
+            if rewrite:  # later appends go to the renamed file: its name must last
                 self._sync_folder()
+            # A store's rename is not synced: after a power loss its .next file (its name was
+            # synced) is renamed in by the next load, and the next .next write syncs the folder.
         except OSError:
             renamed = False  # the commit stands: the next load renames what is left
         self._version = version
@@ -615,7 +619,7 @@ class TaskFolderStore:
         with contextlib.suppress(OSError):
             os.chmod(pending, mode)
 
-    def _append_record(self, data: bytes) -> None:
+    def _append_record(self, data: bytes, *, sync: bool = True) -> None:
         path = self.folder / JOURNAL_FILE
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW
         try:
@@ -627,7 +631,7 @@ class TaskFolderStore:
             if self._journal_size == 0:
                 follow_owner(descriptor, self.folder)
             _write_all(descriptor, data)
-            if self.durable:
+            if self.durable and sync:
                 os.fsync(descriptor)
         except OSError as error:
             with contextlib.suppress(OSError):
