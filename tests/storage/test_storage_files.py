@@ -166,6 +166,23 @@ class TestPowerLoss:
         monkeypatch.setattr(os, "fsync", fsync)
         session.append(text("user", "one more"))
         assert [Path(name).name for name in synced] == [JOURNAL]
+        synced.clear()
+        session.record_usage({"input_tokens": 50, "output_tokens": 3})  # decisions alone
+        assert synced == []  # synced with the next commit of messages
+        session.append(text("assistant", "and another"))
+        assert [Path(name).name for name in synced] == [JOURNAL]
+
+    def test_a_lost_commit_of_decisions_reloads_the_one_before(self, tmp_path: Path) -> None:
+        """A power loss that drops the unsynced last journal line: the previous commit loads."""
+        folder = tmp_path / "t"
+        session = ContextSession(200_000, task_dir=folder)
+        session.extend([TASK, text("assistant", "ok"), text("user", "go on")])
+        journal = (folder / JOURNAL).read_bytes()
+        session.record_usage({"input_tokens": 50, "output_tokens": 3})
+        (folder / JOURNAL).write_bytes(journal)  # the usage's line never reached the disk
+        reopened = ContextSession(200_000, task_dir=folder)
+        assert reopened.history == session.history
+        assert reopened.checkpoint().usage is None
 
 
 class TestReadOnly:
