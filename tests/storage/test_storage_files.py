@@ -311,3 +311,24 @@ class TestFiles:
         session.rollback(checkpoint)  # a rewrite, through .next and a rename
         for path in folder.iterdir():
             assert (path.stat().st_uid, path.stat().st_gid) == (4242, 4343), path.name
+
+
+def test_postgres_reconnects_after_its_connection_broke(request: pytest.FixtureRequest) -> None:
+    """A connection the server dropped is closed, and the next call opens a new one."""
+    from ..postgres import postgres_store_factory
+
+    make = postgres_store_factory(request)
+    store = make("t")
+    session = ContextSession(200_000, store=store)
+    session.append(TASK)
+    connection = store._connection  # type: ignore[attr-defined]
+    with contextlib.suppress(Exception):
+        connection.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+    with pytest.raises(StorageError):
+        session.append(text("assistant", "while the connection is gone"))
+    assert connection.closed
+    session.append(text("assistant", "on a new connection"))
+    assert store._connection is not connection  # type: ignore[attr-defined]
+    with ContextSession(200_000, store=make("t")) as reopened:
+        assert reopened.history[-1] == text("assistant", "on a new connection")
+    session.close()
