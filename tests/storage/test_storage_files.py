@@ -332,3 +332,14 @@ def test_postgres_reconnects_after_its_connection_broke(request: pytest.FixtureR
     with ContextSession(200_000, store=make("t")) as reopened:
         assert reopened.history[-1] == text("assistant", "on a new connection")
     session.close()
+
+
+@pytest.mark.skipif(not ROOT, reason="changing owners needs root")
+def test_a_database_made_as_root_belongs_to_the_folders_owner(tmp_path: Path) -> None:
+    folder = tmp_path / "db"
+    folder.mkdir()
+    os.chown(folder, 4242, 4343)
+    with ContextSession(200_000, store=SQLiteStore(folder / "tasks.db", "t")) as session:
+        session.append(TASK)
+    for path in folder.iterdir():
+        assert (path.stat().st_uid, path.stat().st_gid) == (4242, 4343), path.name

@@ -99,17 +99,21 @@ def _umask() -> int:
     return current
 
 
-def follow_owner(descriptor: int, folder: Path) -> None:
+def follow_owner(descriptor: int | Path, folder: Path) -> None:
     """Run as root in a folder another user owns, give that user the new file; best effort.
 
     So that a task folder written by a root service stays readable and writable by its owner.
+    ``descriptor`` is an open file or a path (a link is not followed).
     """
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return
     with contextlib.suppress(OSError):
         owner = os.stat(folder)
         if owner.st_uid != 0 or owner.st_gid != 0:
-            os.fchown(descriptor, owner.st_uid, owner.st_gid)
+            if isinstance(descriptor, int):
+                os.fchown(descriptor, owner.st_uid, owner.st_gid)
+            else:
+                os.chown(descriptor, owner.st_uid, owner.st_gid, follow_symlinks=False)
 
 
 def read_regular(path: Path) -> bytes | None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import sqlite3
 
 from .._errors import ConfigurationError
+from ._files import follow_owner
 from ._journal import encode_message
 from ._protocol import Commit, ConcurrentUpdateError, Snapshot, StorageError
 
@@ -84,6 +85,8 @@ class SQLiteStore:
                 if connection is not None:
                     connection.close()
                 raise StorageError(f"{self.name}: cannot open the database: {error}") from None
+            for suffix in ("", "-wal", "-shm"):  # as root, the folder's owner keeps its database
+                follow_owner(Path(f"{self.path}{suffix}"), self.path.parent)
             self._connection = connection
         return self._connection
 
