@@ -35,9 +35,12 @@ modification time and its last 4 KiB). Another writer's commit in between gives
 store is loaded again; a history another program extended gives the same error with
 ``extended`` set. Nothing is ever written at an offset that is not this writer's own end.
 
-With ``durable=True`` (the default) one fsync per commit, of the journal, makes it survive a
-power loss (a rewrite syncs its new file too); ``durable=False`` skips the fsyncs: a commit still
-survives the process being killed at any instant, not a crash of the machine. A write that
+With ``durable=True`` (the default) one fsync, of the journal, makes a commit of messages (or of
+the store, whose new file is synced too, or a rewrite) survive a power loss; a commit of
+decisions alone (a request's range, a usage) is synced by the next such commit, so a power loss
+can take the last of those back to the commit before (see ``docs/persistence.md``).
+``durable=False`` skips the fsyncs: a commit still survives the process being killed at any
+instant, not a crash of the machine. A write that
 fails (a full disk) is undone, so every file stays parseable, and raises :class:`StorageError`
 naming the file. A folder this process may not write loads read-only: commits that add or cut
 messages raise :class:`StorageError`, the others (a request's decisions, usage) are kept in
