@@ -4,8 +4,10 @@ A session's durable state is its history (append-only, cut back only by a rollba
 overwrite store (Cline's ``context_history.json`` text), and a small JSON object of decisions
 (the hidden range, clips, the last usage, ...). Each call that changes the session makes one
 :class:`Commit`: the messages appended since the last one (or a cut, after a rollback), the new
-state, and the store when it changed. A backend applies a commit all or nothing: after a crash
-at any instant, :meth:`SessionStore.load` returns what the last completed commit made.
+state, and the store when it changed. A backend applies a commit all or nothing: after the
+process is killed at any instant, :meth:`SessionStore.load` returns what the last completed
+commit made (what a power loss can take back depends on the backend and its ``durable``
+setting: ``docs/persistence.md``).
 
 Every commit names the version it was built on. A backend refuses a commit whose base is not
 the version it holds (another writer committed in between) with
