@@ -175,6 +175,17 @@ class TestForeignWriters:
         assert json.loads(path.read_text()) == expected
         assert ContextSession(200_000, task_dir=tmp_path / "t").history == expected
 
+    def test_a_request_decided_without_clines_message_is_refused(self, tmp_path: Path) -> None:
+        """prepare() after Cline appended: refused; after reload() the request includes it."""
+        session = self.open_session(tmp_path / "t")
+        path = self.history_path(tmp_path / "t")
+        clines = text("user", "the user's next message, through Cline")
+        path.write_text(json.dumps([*json.loads(path.read_text()), clines]))
+        with pytest.raises(ConcurrentUpdateError, match="messages were appended"):
+            session.prepare()
+        session.reload()
+        assert session.prepare().messages[-1] == clines
+
     def test_cline_appending_in_the_same_layout_is_kept_on_reopen(self, tmp_path: Path) -> None:
         """An append written exactly as windowkeeper writes is Cline's, not a crash leftover."""
         self.open_session(tmp_path / "t")

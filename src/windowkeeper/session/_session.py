@@ -1223,11 +1223,14 @@ class ContextSession:
     def _take_extension(self, backend: SessionStore, keep: int) -> bool:
         """Another program (Cline) appended to the stored history: take its messages in.
 
-        They go after what this session committed and before what it is committing now; True
-        when that was possible (an Anthropic-shaped history, a commit that cuts nothing, the
-        stored messages unchanged and checked), so that the commit may be tried again.
+        They go after what this session committed and before the messages it is appending now;
+        True when that was possible (an Anthropic-shaped history, a commit that appends and cuts
+        nothing, the stored messages unchanged and checked), so that the commit may be tried
+        again. A commit of decisions alone (a request, a usage) was decided without them: it is
+        refused, and the caller's reload takes them in.
         """
-        if self._openai is not None or keep != self._committed.length:
+        appending = len(self._history) > keep
+        if self._openai is not None or keep != self._committed.length or not appending:
             return False
         snapshot = backend.load()
         if snapshot is None or snapshot.version != self._version:
