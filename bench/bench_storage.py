@@ -1,9 +1,9 @@
-"""Storage that scales: per-turn persistence cost, crash safety under SIGKILL, and a fleet on PostgreSQL.
+"""Storage that scales: per-turn persistence cost, crash safety under SIGKILL, two writers, a fleet.
 
 Run with ``.venv/bin/python bench/bench_storage.py`` (``make bench`` runs it after the evaluation);
 ``--quick`` is a smoke check in well under a minute. It prints every table and writes
 ``docs/storage.md`` (``--quick`` and ``--only PART`` write no docs unless ``--docs DIR`` is
-given). Three measurements:
+given). Four measurements:
 
 1. **Per turn.** A session of the generated coding session (:mod:`_generated`: a tool_use and a
    tool_result of a few KB per turn) at histories of 1k, 5k and 20k messages, for each backend:
@@ -22,7 +22,10 @@ given). Three measurements:
    child logs the digest of the state it makes, after it that the commit returned. Each reload
    must be the last returned commit or the one under way, with the files (history, store) what
    the journal says, and the next request valid (:func:`windowkeeper.validate_messages`).
-3. **Fleet.** 8 worker processes share 200 tasks in one PostgreSQL database: each picks a task
+3. **Two writers retrying.** Two processes on one task, each appending its messages and on
+   :class:`~windowkeeper.ConcurrentUpdateError` reloading and retrying (:mod:`_retry`), on every
+   backend: acknowledged messages per second, conflicts, and none lost, twice or out of order.
+4. **Fleet.** 8 worker processes share 200 tasks in one PostgreSQL database: each picks a task
    (20 % of the time one another worker is on), does 1-4 turns, and on
    :class:`~windowkeeper.ConcurrentUpdateError` reopens the task and retries. Every commit is
    logged; at the end each task's versions must form one chain, the stored history must be
@@ -1209,19 +1212,19 @@ def main(argv: list[str] | None = None) -> int:
                 *crash_report(crashes, settings),
             ]
         if "retry" in parts:
-            print("4. conflict-retry loop", file=sys.stderr)
+            print("3. conflict-retry loop", file=sys.stderr)
             sections += [
                 "",
-                "## 4. Two writers retrying",
+                "## 3. Two writers retrying",
                 "",
                 *retry_report(tmp, cluster, settings),
             ]
         if "fleet" in parts and cluster is not None:
-            print("3. fleet", file=sys.stderr)
+            print("4. fleet", file=sys.stderr)
             fleet = measure_fleet(cluster, tmp, settings)
             sections += [
                 "",
-                "## 3. A fleet on one PostgreSQL database",
+                "## 4. A fleet on one PostgreSQL database",
                 "",
                 *fleet_report(fleet, settings),
             ]
