@@ -124,6 +124,9 @@ class TaskFolderStore:
         if not isinstance(folder, str | os.PathLike) or not os.fspath(folder):
             raise ConfigurationError(f"the task folder must be a non-empty path, got {folder!r}")
         self.folder = Path(folder)
+        self._history_path = self.folder / HISTORY_FILE  # paths made once: a commit uses each
+        self._journal_path = self.folder / JOURNAL_FILE
+        self._store_path = self.folder / CONTEXT_HISTORY_FILE
         self.durable = durable
         self.read_only = False  # found at load: the folder cannot be written by this process
         self.last_load: LoadReport | None = None
@@ -159,7 +162,11 @@ class TaskFolderStore:
         shared = self.read_only
         if not shared:
             try:
-                descriptor = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, file_mode(path))
+                try:
+                    descriptor = os.open(path, os.O_RDWR | _NOFOLLOW)
+                except FileNotFoundError:
+                    flags = os.O_RDWR | os.O_CREAT | _NOFOLLOW
+                    descriptor = os.open(path, flags, file_mode(path))
             except OSError as error:
                 if error.errno not in _READ_ONLY or self._loaded:
                     raise StorageError(f"{path}: cannot be opened: {error.strerror}") from None
@@ -196,7 +203,7 @@ class TaskFolderStore:
         return snapshot
 
     def _load(self) -> Snapshot | None:
-        history_path = self.folder / HISTORY_FILE
+        history_path = self._history_path
         if not self.read_only:
             for name in (HISTORY_FILE, CONTEXT_HISTORY_FILE, JOURNAL_FILE, LEGACY_STATE_FILE):
                 # under the lock no writer of this folder is between its write and its rename
@@ -242,7 +249,7 @@ class TaskFolderStore:
         Cuts a torn line after the last complete one (when the folder may be written) and
         remembers the journal's size and last line, what each commit checks.
         """
-        path = self.folder / JOURNAL_FILE
+        path = self._journal_path
         data = _read(path) or b""
         start, record = last_line(data, len(data))
         end = data.index(b"\n", start) + 1 if record is not None else 0
@@ -328,7 +335,7 @@ class TaskFolderStore:
         return current
 
     def _settle_store(self, store_digest: str | None) -> None:
-        store_path = self.folder / CONTEXT_HISTORY_FILE
+        store_path = self._store_path
         if store_digest is not None:
             current = _read(store_path)
             self._settle(store_path, current, lambda data: _digest(data) == store_digest)
@@ -352,7 +359,7 @@ class TaskFolderStore:
 
     def _history_stat(self) -> tuple[int, int] | None:
         try:
-            status = os.lstat(self.folder / HISTORY_FILE)
+            status = os.lstat(self._history_path)
         except FileNotFoundError:
             return None
         return (status.st_size, status.st_mtime_ns)
@@ -394,7 +401,7 @@ class TaskFolderStore:
             if commit.base_version == self._version and self._journal_unchanged():
                 return None
             found = self._version
-            journal = _read(self.folder / JOURNAL_FILE) or b""
+            journal = _read(self._journal_path) or b""
             record = last_line(journal, len(journal))[1]
             if record is not None:
                 found = int(record["commit"])
@@ -406,7 +413,7 @@ class TaskFolderStore:
 
     def _journal_unchanged(self) -> bool:
         """The journal ends with the line this writer last wrote or read, at the same size."""
-        path = self.folder / JOURNAL_FILE
+        path = self._journal_path
         try:
             size = os.lstat(path).st_size
         except FileNotFoundError:
@@ -427,7 +434,7 @@ class TaskFolderStore:
 
     def _check_history(self) -> None:
         """Refuse to write when another program changed the history since this writer saw it."""
-        path = self.folder / HISTORY_FILE
+        path = self._history_path
         now = self._history_stat()
         if now == self._stat and (now is None or self._foreign or self._tail_unchanged(now[0])):
             return
@@ -450,7 +457,7 @@ class TaskFolderStore:
     def _tail_unchanged(self, size: int) -> bool:
         width = min(len(self._tail), size)
         try:
-            descriptor = os.open(self.folder / HISTORY_FILE, os.O_RDONLY | _NOFOLLOW)
+            descriptor = os.open(self._history_path, os.O_RDONLY | _NOFOLLOW)
         except OSError:
             return False
         try:
@@ -459,9 +466,11 @@ class TaskFolderStore:
             os.close(descriptor)
 
     def _commit(self, commit: Commit) -> int:
-        history_path = self.folder / HISTORY_FILE
-        for name in (HISTORY_FILE, CONTEXT_HISTORY_FILE, JOURNAL_FILE):
-            _writable(self.folder / name)  # fail here, before anything is written
+        history_path = self._history_path
+        # fail here, before anything is written (the history and the journal were checked by
+        # the load and by _check_history / _check_version since)
+        if commit.store_json is not None:
+            _writable(self._store_path)
         stored = len(self._ends) - 1
         if not 0 <= commit.keep <= stored:
             raise ConfigurationError(f"commit keeps {commit.keep} of {stored} stored messages")
@@ -483,7 +492,7 @@ class TaskFolderStore:
             tail = (self._tail[:-1] + addition)[-TAIL:]
         else:
             tail = self._tail
-        store_path = self.folder / CONTEXT_HISTORY_FILE
+        store_path = self._store_path
         store_digest: str | None
         if commit.store_json is not None:
             store_bytes = commit.store_json.encode("utf-8")
@@ -546,7 +555,7 @@ class TaskFolderStore:
 
     def _current_store_digest(self) -> str | None:
         if self._store_digest is None:
-            data = _read(self.folder / CONTEXT_HISTORY_FILE)
+            data = _read(self._store_path)
             self._store_digest = _digest(data) if data is not None else None
         return self._store_digest
 
@@ -592,7 +601,7 @@ class TaskFolderStore:
                 undone = False
             try:
                 line = len(self._journal_last)
-                self._truncate(self.folder / JOURNAL_FILE, self._journal_size - line)
+                self._truncate(self._journal_path, self._journal_size - line)
                 self._journal_size -= line
                 self._journal_lines -= 1
                 self._journal_last = before
@@ -623,7 +632,7 @@ class TaskFolderStore:
             os.chmod(pending, mode)
 
     def _append_record(self, data: bytes, *, sync: bool = True) -> None:
-        path = self.folder / JOURNAL_FILE
+        path = self._journal_path
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW
         try:
             descriptor = os.open(path, flags, file_mode(path))
@@ -665,7 +674,7 @@ class TaskFolderStore:
                     os.fsync(descriptor)
                 finally:
                     os.close(descriptor)
-            path = self.folder / JOURNAL_FILE
+            path = self._journal_path
             data = self._journal_last
             atomic_write_bytes(path, data) if self.durable else _plain_write(path, data)
         except OSError:
