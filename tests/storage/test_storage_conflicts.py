@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import ConcurrentUpdateError, ContextSession, TaskFolderStore
+from windowkeeper import ConcurrentUpdateError, ContextSession, StorageError, TaskFolderStore
 from windowkeeper.storage import Commit, ReadOnlyStore, _folder
 
 from .conftest import Factory
@@ -185,6 +185,37 @@ class TestForeignWriters:
             session.prepare()
         session.reload()
         assert session.prepare().messages[-1] == clines
+
+    def test_a_failure_after_taking_clines_messages_in_needs_a_reload(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        session = self.open_session(tmp_path / "t")
+        path = self.history_path(tmp_path / "t")
+        clines = text("user", "Cline's message")
+        path.write_text(json.dumps([*json.loads(path.read_text()), clines]))
+        real = TaskFolderStore._commit
+        calls = {"n": 0}
+
+        def failing(store: TaskFolderStore, commit: Commit) -> int:
+            calls["n"] += 1
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(TaskFolderStore, "_commit", failing)
+        with pytest.raises(StorageError):
+            session.append(text("assistant", "ours"))
+        monkeypatch.setattr(TaskFolderStore, "_commit", real)
+        with pytest.raises(ConcurrentUpdateError):
+            session.append(text("assistant", "ours, again"))
+        session.reload()
+        session.append(text("assistant", "ours, after the reload"))
+        expected = [
+            TASK,
+            text("assistant", "ok"),
+            clines,
+            text("assistant", "ours, after the reload"),
+        ]
+        assert json.loads(path.read_text()) == expected
+        assert calls["n"] == 1
 
     def test_cline_appending_in_the_same_layout_is_kept_on_reopen(self, tmp_path: Path) -> None:
         """An append written exactly as windowkeeper writes is Cline's, not a crash leftover."""

@@ -1217,6 +1217,15 @@ class ContextSession:
                 if attempt or not error.extended or not self._take_extension(backend, keep):
                     self._refused = error
                     raise
+            except BaseException:
+                if attempt:  # it took in another program's messages: only a reload is sure
+                    self._refused = ConcurrentUpdateError(
+                        backend.name,
+                        self._version,
+                        self._version,
+                        detail="the commit after taking in another program's messages failed",
+                    )
+                raise
         self._committed.remember(history)
         self._committed_store = (store, store.revision)
 
