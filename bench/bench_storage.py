@@ -1,9 +1,9 @@
-"""Storage that scales: per-turn persistence cost, crash safety under SIGKILL, and a fleet on PostgreSQL.
+"""Storage that scales: per-turn persistence cost, crash safety under SIGKILL, two writers, a fleet.
 
 Run with ``.venv/bin/python bench/bench_storage.py`` (``make bench`` runs it after the evaluation);
 ``--quick`` is a smoke check in well under a minute. It prints every table and writes
 ``docs/storage.md`` (``--quick`` and ``--only PART`` write no docs unless ``--docs DIR`` is
-given). Three measurements:
+given). Four measurements:
 
 1. **Per turn.** A session of the generated coding session (:mod:`_generated`: a tool_use and a
    tool_result of a few KB per turn) at histories of 1k, 5k and 20k messages, for each backend:
@@ -22,7 +22,10 @@ given). Three measurements:
    child logs the digest of the state it makes, after it that the commit returned. Each reload
    must be the last returned commit or the one under way, with the files (history, store) what
    the journal says, and the next request valid (:func:`windowkeeper.validate_messages`).
-3. **Fleet.** 8 worker processes share 200 tasks in one PostgreSQL database: each picks a task
+3. **Two writers retrying.** Two processes on one task, each appending its messages and on
+   :class:`~windowkeeper.ConcurrentUpdateError` reloading and retrying (:mod:`_retry`), on every
+   backend: acknowledged messages per second, conflicts, and none lost, twice or out of order.
+4. **Fleet.** 8 worker processes share 200 tasks in one PostgreSQL database: each picks a task
    (20 % of the time one another worker is on), does 1-4 turns, and on
    :class:`~windowkeeper.ConcurrentUpdateError` reopens the task and retries. Every commit is
    logged; at the end each task's versions must form one chain, the stored history must be
@@ -59,6 +62,7 @@ from typing import Any
 
 from _generated import generated_session
 from _postgres import Cluster, PostgresUnavailableError
+from _retry import measure_retry, retry_rows
 from _storage_workers import (
     CRASH_WINDOW,
     FLEET_WINDOW,
@@ -87,6 +91,7 @@ class Settings:
     workers: int
     tasks: int
     fleet_turns: int
+    retry_messages: int = 200
 
 
 FULL = Settings(
@@ -110,6 +115,7 @@ QUICK = Settings(
     workers=8,
     tasks=200,
     fleet_turns=12,
+    retry_messages=20,
 )
 
 
@@ -467,14 +473,17 @@ def turns_report(runs: list[TurnRun], payload: float, settings: Settings) -> lis
     low, high = (min(shares), max(shares)) if shares else (0.0, 0.0)
     share = f"{low:.0%}" if f"{low:.0%}" == f"{high:.0%}" else f"{low:.0%}-{high:.0%}"
     rows = []
+    alone = {run.length: median(run.turn_ms) for run in runs if run.backend == "none"}
     for run in runs:
         persisted = bool(run.commit_ms)
         is_pg = run.backend.startswith("postgres")
+        ratio = median(run.turn_ms) / alone[run.length] if run.length in alone else math.nan
         rows.append(
             [
                 run.label,
                 f"{run.length:,}",
                 ms(median(run.turn_ms)),
+                f"{ratio:.1f}x" if persisted and math.isfinite(ratio) else "—",
                 ms(p95(run.turn_ms)),
                 ms(median(run.commit_ms)) if persisted else "—",
                 ms(p95(run.commit_ms)) if persisted else "—",
@@ -496,6 +505,7 @@ def turns_report(runs: list[TurnRun], payload: float, settings: Settings) -> lis
                 "backend",
                 "history",
                 "turn median ms",
+                "x no store",
                 "turn p95 ms",
                 "commits median ms",
                 "commits p95 ms",
@@ -510,7 +520,8 @@ def turns_report(runs: list[TurnRun], payload: float, settings: Settings) -> lis
         ),
         "",
         "- *turn*: the session's wall time for the turn, persistence included; the *no store* row"
-        " is the same session without persistence.",
+        " is the same session without persistence; *x no store*: the turn's median over that"
+        " row's median at the same history.",
         "- *commits*: the time spent inside the store's `commit` during the turn (3 commits);"
         " building the commits (serializing the whole overwrite store when it changed: in"
         f" {share} of the timed turns) is part of *turn* only."
@@ -1058,6 +1069,46 @@ def fleet_report(result: FleetResult, settings: Settings) -> list[str]:
 # -- the report -------------------------------------------------------------------------------
 
 
+def retry_report(tmp: Path, cluster: Cluster | None, settings: Settings) -> list[str]:
+    """The conflict-retry loop (:mod:`_retry`) on each backend."""
+    count = settings.retry_messages
+    makers: list[tuple[str, Callable[[], SessionStore]]] = [
+        ("task folder, durable=True", lambda: TaskFolderStore(tmp / "retry-folder")),
+        (
+            "task folder, durable=False",
+            lambda: TaskFolderStore(tmp / "retry-folder-fast", durable=False),
+        ),
+        ("SQLite, durable=True", lambda: SQLiteStore(tmp / "retry.db", "race")),
+    ]
+    if cluster is not None:
+        from windowkeeper.storage.postgres import PostgresStore
+
+        conninfo = cluster.create_database("wk_retry")
+        makers.append(("PostgreSQL, fsync=on", lambda: PostgresStore(conninfo, "race")))
+    results = [measure_retry(label, make, count) for label, make in makers]
+    return [
+        f"Two forked processes on one task, {count} messages each (about 0.4 KiB), both starting"
+        " together; each appends a message, then prepares a request and records its usage (window"
+        f" {TURN_WINDOW:,}), and on `ConcurrentUpdateError` calls `session.reload()` and retries"
+        " that step. The parent then reloads the task: every acknowledged message must be"
+        " stored once, each writer's in its own order.",
+        "",
+        *table(
+            [
+                "backend",
+                "acknowledged",
+                "seconds",
+                "messages/s",
+                "conflicts",
+                "lost",
+                "twice",
+                "out of order",
+            ],
+            retry_rows(results),
+        ),
+    ]
+
+
 def machine(tmp: Path) -> str:
     model = ""
     try:
@@ -1112,11 +1163,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path, help="where storage.md goes (default: docs/)")
     parser.add_argument("--tmp", type=Path, help="where the stores go (default: a temporary dir)")
     parser.add_argument(
-        "--only", choices=("turns", "crash", "fleet"), action="append", help="run only these"
+        "--only",
+        choices=("turns", "crash", "fleet", "retry"),
+        action="append",
+        help="run only these",
     )
     args = parser.parse_args(argv)
     settings = QUICK if args.quick else FULL
-    parts = set(args.only or ("turns", "crash", "fleet"))
+    parts = set(args.only or ("turns", "crash", "fleet", "retry"))
     partial = args.quick or bool(args.only)  # writes docs/storage.md only when asked to
     docs = args.docs if args.docs is not None else (None if partial else ROOT / "docs")
     tmp = Path(tempfile.mkdtemp(prefix="wk-bench-storage-", dir=args.tmp))
@@ -1157,12 +1211,20 @@ def main(argv: list[str] | None = None) -> int:
                 "",
                 *crash_report(crashes, settings),
             ]
+        if "retry" in parts:
+            print("3. conflict-retry loop", file=sys.stderr)
+            sections += [
+                "",
+                "## 3. Two writers retrying",
+                "",
+                *retry_report(tmp, cluster, settings),
+            ]
         if "fleet" in parts and cluster is not None:
-            print("3. fleet", file=sys.stderr)
+            print("4. fleet", file=sys.stderr)
             fleet = measure_fleet(cluster, tmp, settings)
             sections += [
                 "",
-                "## 3. A fleet on one PostgreSQL database",
+                "## 4. A fleet on one PostgreSQL database",
                 "",
                 *fleet_report(fleet, settings),
             ]

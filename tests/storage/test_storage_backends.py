@@ -8,7 +8,6 @@ itself, then through a ContextSession.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +16,13 @@ import pytest
 from windowkeeper import (
     ConcurrentUpdateError,
     ContextSession,
-    SessionStore,
     SQLiteStore,
     TaskFolderStore,
     validate_messages,
 )
 from windowkeeper.storage import Commit
 
-from ..postgres import postgres_store_factory
-
-Factory = Callable[[str], SessionStore]
+from .conftest import Factory
 
 TASK = {"role": "user", "content": "Add pagination to the API."}
 STATE = {"version": 1, "note": "the session's decisions"}
@@ -34,32 +30,6 @@ STATE = {"version": 1, "note": "the session's decisions"}
 
 def message(role: str, text: str) -> dict[str, Any]:
     return {"role": role, "content": [{"type": "text", "text": text}]}
-
-
-@pytest.fixture(params=["folder", "folder-nondurable", "sqlite", "postgres"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Factory]:
-    """A factory: task id -> a new store object for that task (the same task for the same id)."""
-    made: list[SessionStore] = []
-    kind = request.param
-    if kind == "postgres":
-        base = postgres_store_factory(request)
-    elif kind == "sqlite":
-
-        def base(task: str) -> SessionStore:
-            return SQLiteStore(tmp_path / "tasks.db", task)
-    else:
-
-        def base(task: str) -> SessionStore:
-            return TaskFolderStore(tmp_path / task, durable=kind == "folder")
-
-    def make(task: str) -> SessionStore:
-        store = base(task)
-        made.append(store)
-        return store
-
-    yield make
-    for store in made:
-        store.close()
 
 
 class TestProtocol:

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .._errors import MalformedMessageError, TaskFolderError
-from ..core._incremental import Seen
+from ..core._incremental import Growing, Seen
 from ..core._inputs import check_session_message
 from ..core._messages import Message
 from ..core._overwrites import CorruptStoreError, OverwriteStore
-from ..storage import Commit, SessionStore
+from ..storage import Commit, ConcurrentUpdateError, SessionStore
 from ._state import SessionState, state_from_json, state_to_json
 
 __all__ = ["HISTORY_FILE", "Loaded", "Persistence", "check_first"]
@@ -43,28 +43,92 @@ class Persistence:
     the appended messages, the state, and the store only when it changed.
     """
 
-    __slots__ = ("_committed", "_store", "_version", "backend")
+    __slots__ = ("_committed", "_store", "_version", "backend", "refused")
 
     def __init__(self, backend: SessionStore) -> None:
         self.backend = backend
+        self.refused: ConcurrentUpdateError | None = None  # lost a conflict: reload first
         self._version = 0  # of what the backend holds
         self._committed = Seen()
         self._store: tuple[OverwriteStore, int] | None = None  # (store, revision) written
 
-    def commit(self, history: list[Message], state: SessionState, store: OverwriteStore) -> None:
-        """Make ``history``, ``state`` and ``store`` durable together (one backend commit)."""
-        keep = self._committed.prefix(history)
+    def commit(
+        self,
+        history: list[Message],
+        state: SessionState,
+        store: OverwriteStore,
+        *,
+        may_extend: bool = True,
+    ) -> list[Message] | None:
+        """Make ``history``, ``state`` and ``store`` durable together (one backend commit).
+
+        When another program (Cline) only appended to the stored history, its messages are
+        taken in before the ones this commit appends and the commit is tried once more: the
+        history then committed is returned (None when it is ``history`` itself). After a
+        :class:`ConcurrentUpdateError` every later commit raises it again, until
+        :meth:`ContextSession.reload`: a session that lost a conflict never overwrites the
+        other writer's commit.
+        """
+        if self.refused is not None:  # the stored task moved on: reload before writing again
+            refused = self.refused
+            raise ConcurrentUpdateError(refused.task, self._version, refused.found)
         changed = self._store != (store, store.revision)
-        commit = Commit(
-            base_version=self._version,
-            keep=keep,
-            append=history[keep:],
-            state=state_to_json(state, len(history)),
-            store_json=store.to_json() if changed else None,
-        )
-        self._version = self.backend.commit(commit)
+        store_json = store.to_json() if changed else None
+        taken: list[Message] | None = None
+        for attempt in range(2):
+            keep = self._committed.prefix(history)
+            value = state_to_json(state, len(history))
+            state_from_json(value, "the state to commit", len(history))  # what commits, loads
+            commit = Commit(self._version, keep, history[keep:], value, store_json)
+            try:
+                self._version = self.backend.commit(commit)
+                break
+            except ConcurrentUpdateError as error:
+                extended = None
+                if not attempt and error.extended and may_extend:
+                    extended = self._extension(history, keep)
+                if extended is None:
+                    self.refused = error
+                    raise
+                history = taken = extended
+            except BaseException:
+                if attempt:  # it took in another program's messages: only a reload is sure
+                    self.refused = ConcurrentUpdateError(
+                        self.backend.name,
+                        self._version,
+                        self._version,
+                        detail="the commit after taking in another program's messages failed",
+                    )
+                raise
         self._committed.remember(history)
         self._store = (store, store.revision)
+        return taken
+
+    def _extension(self, history: list[Message], keep: int) -> list[Message] | None:
+        """The history with what another program appended to the stored one taken in, or None.
+
+        Its messages go after what this session committed and before the ones it is appending
+        now, when that is possible: a commit that appends and cuts nothing, the stored messages
+        this session knew unchanged, the new ones checked. A commit of decisions alone (a
+        request, a usage) was decided without them: it is refused, and a reload takes them in.
+        """
+        if keep != self._committed.length or len(history) <= keep:
+            return None
+        snapshot = self.backend.load()
+        if snapshot is None or snapshot.version != self._version:
+            return None
+        stored = snapshot.history
+        if len(stored) < keep or stored[:keep] != history[:keep]:
+            return None
+        try:
+            for index in range(keep, len(stored)):
+                check_session_message(stored[index], f"{HISTORY_FILE}[{index}]")
+        except MalformedMessageError:
+            return None
+        extended = Growing([*history[:keep], *stored[keep:]])
+        self._committed.remember(extended)
+        extended.extend(history[keep:])
+        return extended
 
     def load(self) -> Loaded | None:
         """What the backend holds, every message and the state checked; None when it is new."""

@@ -33,7 +33,6 @@ from typing import Any, Literal
 from .._errors import (
     ConfigurationError,
     ContextOverflowError,
-    InvalidRangeError,
     MalformedMessageError,
 )
 from ..cline._manager import ContextManager
@@ -42,11 +41,18 @@ from ..core._incremental import Growing
 from ..core._inputs import check_json_value, check_session_message
 from ..core._messages import Message, SystemPrompt
 from ..core._overwrites import OverwriteStore
-from ..core._truncation import check_range
 from ..core._window import ContextWindowInfo
 from ..formats import from_anthropic, responses
 from ..formats._wire import WireShaper, anthropic_message, openai_message
 from ..storage import SessionStore, TaskFolderStore
+from ._admission import (
+    admit_checkpoint_fields,
+    admit_messages,
+    admit_range,
+    admit_request_arguments,
+    admit_timestamp,
+    admit_usage,
+)
 from ._arguments import (
     check_steps,
     check_system,
@@ -239,6 +245,7 @@ class ContextSession:
             detector=detector if detector is not None else NativeReadDetector(),
             keep_user_text=True,  # the user's words after the cut are sent, never replaced
         )
+        self._place_results = place_results
         self._requests = RequestBuilder(self._manager, self._counter, place_results=place_results)
         self._max_result_share = (
             share("max_result_share", max_result_share) if max_result_share is not None else None
@@ -307,12 +314,8 @@ class ContextSession:
     @deleted_range.setter
     def deleted_range(self, value: tuple[int, int] | None) -> None:
         # For flows that hide history themselves, as Cline's summarize and condense tools do.
-        checked = check_range(value)
         self._sync()
-        if checked is not None and checked[1] >= len(self._history):
-            raise InvalidRangeError(
-                f"deleted_range {checked} reaches past the history's {len(self._history)} messages"
-            )
+        checked = admit_range(value, len(self._history))
         state = replace(self._state, deleted_range=checked)
         self._commit(state)
         self._state = state
@@ -370,6 +373,7 @@ class ContextSession:
         if self._openai is not None:
             for offset, message in enumerate(batch):
                 check_json_value(message, f"history[{len(self._openai) + offset}]")
+            admit_messages(batch, len(self._openai))
             self._openai.extend(batch)
             try:
                 self._sync()
@@ -383,6 +387,7 @@ class ContextSession:
             start = len(self._history)
             for offset, message in enumerate(batch):
                 check_session_message(message, f"history[{start + offset}]")
+            admit_messages(batch, start)
             check_first([*self._history[:1], *batch[:1]], "history")
             self._history.extend(batch)
             try:
@@ -459,9 +464,9 @@ class ContextSession:
         the next decision, unless the range has grown since that request was prepared (then the
         usage is stale and ignored). ``timestamp`` overrides when that request was sent (ms).
         """
-        parsed = usage_from_sdk(usage)
+        parsed = admit_usage(usage_from_sdk(usage))
         if timestamp is not None:
-            count_argument("timestamp", timestamp)
+            admit_timestamp(timestamp)
         last = self._last
         state = self._state
         if timestamp is not None:
@@ -506,6 +511,7 @@ class ContextSession:
             raise MalformedMessageError("history", "no messages to send: append the task first")
         system = check_system(openai_system if system is None else system)
         tools = check_tools(tools)
+        admit_request_arguments(system, tools)
         reserve = self._max_output_tokens
         if max_output_tokens is not None:
             reserve = count_argument("max_output_tokens", max_output_tokens)
@@ -771,7 +777,8 @@ class ContextSession:
 
     def _ticked(self, state: SessionState) -> SessionState:
         """``state`` with the session's clock moved on (strictly increasing)."""
-        return replace(state, last_timestamp=max(int(self._clock()), state.last_timestamp + 1))
+        now = admit_timestamp(int(self._clock()), "clock()")
+        return replace(state, last_timestamp=max(now, state.last_timestamp + 1))
 
     # -- checkpoints -----------------------------------------------------------------------
 
@@ -800,6 +807,7 @@ class ContextSession:
                 f"rollback takes a Checkpoint from checkpoint(), got {type(checkpoint).__name__}"
             )
         length = len(self._openai) if self._openai is not None else len(self._history)
+        admit_checkpoint_fields(checkpoint, length)
         if checkpoint.history_length > length:
             raise ConfigurationError(
                 f"checkpoint holds {checkpoint.history_length} messages, the history only"
@@ -846,10 +854,38 @@ class ContextSession:
 
     def _commit(self, state: SessionState, store: OverwriteStore | None = None) -> None:
         """Make the history, ``state`` and the store (``store`` or the manager's) durable together."""
-        if self._persistence is not None:
-            self._persistence.commit(
-                self._history, state, store if store is not None else self._manager.store
-            )
+        if self._persistence is None:
+            return
+        taken = self._persistence.commit(
+            self._history,
+            state,
+            store if store is not None else self._manager.store,
+            may_extend=self._openai is None,
+        )
+        if taken is not None:  # another program appended: its messages are in the history now
+            self._history = taken
+
+    def reload(self) -> None:
+        """Read the task again from the store, dropping everything this session holds in memory.
+
+        The way on after :class:`~windowkeeper.ConcurrentUpdateError`: until then every call
+        that writes raises it again. Retry the step on the stored state: ``reload()``, apply
+        the change again (append the message, prepare, record the usage), commit by that call.
+        """
+        persistence = self._persistence
+        if persistence is None:
+            raise ConfigurationError("reload() needs a session with task_dir or store")
+        self._history = Growing()
+        self._state = SessionState()
+        self._last = None
+        self._manager.store = OverwriteStore()
+        if self._openai is not None:
+            self._openai = OpenAIHistory(dialect=self._dialect)
+        self._requests = RequestBuilder(
+            self._manager, self._counter, place_results=self._place_results
+        )
+        self._persistence = Persistence(persistence.backend)
+        self._load(self._persistence)
 
     def _load(self, persistence: Persistence) -> None:
         loaded = persistence.load()

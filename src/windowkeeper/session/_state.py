@@ -212,7 +212,10 @@ def _range(value: Any, history_length: int) -> DeletedRange | None:
         return None
     if not isinstance(value, list) or len(value) != 2:
         raise ValueError("deleted_range must be null or two indices")
-    deleted_range = (_int(value[0], "deleted_range[0]"), _int(value[1], "deleted_range[1]"))
+    deleted_range = (
+        _int(value[0], "deleted_range[0]"),
+        _int(value[1], "deleted_range[1]", minimum=-1),  # (2, -1) is the empty range the core makes
+    )
     if deleted_range[1] >= history_length:
         raise ValueError(
             f"deleted_range {list(deleted_range)} reaches past the history's"

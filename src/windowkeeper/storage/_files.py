@@ -26,8 +26,10 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "file_mode",
+    "follow_owner",
     "fsync_folder",
     "load_store",
+    "read_regular",
     "remove_stale_temporaries",
 ]
 
@@ -40,8 +42,9 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Replace the file at ``path`` with ``text`` (UTF-8) atomically; raise ``OSError`` on failure.
 
     The new file keeps the permission bits of the file it replaces; a file that did not exist
-    gets the folder's read and write bits (0600 in a folder only its owner may enter). A link at
-    ``path`` is replaced, never followed. Nothing is left behind when the write fails.
+    gets the folder's read and write bits less the umask (0600 in a folder only its owner may
+    enter), and, written by root in a folder another user owns, that user as its owner. A link
+    at ``path`` is replaced, never followed. Nothing is left behind when the write fails.
     """
     atomic_write_bytes(path, text.encode("utf-8"))
 
@@ -55,6 +58,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
         with os.fdopen(descriptor, "wb") as handle:
             with contextlib.suppress(OSError):
                 os.fchmod(handle.fileno(), mode)
+            follow_owner(handle.fileno(), target.parent)
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
@@ -78,7 +82,54 @@ def file_mode(target: Path) -> int:
         folder = stat.S_IMODE(os.stat(target.parent).st_mode)
     except OSError:
         return 0o600
-    return (folder & 0o666) | 0o600
+    return ((folder & 0o666) & ~_umask()) | 0o600
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the platform tells it (Linux)."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    current = os.umask(0o022)  # elsewhere: set and restore (a file created meanwhile is rare)
+    os.umask(current)
+    return current
+
+
+def follow_owner(descriptor: int | Path, folder: Path) -> None:
+    """Run as root in a folder another user owns, give that user the new file; best effort.
+
+    So that a task folder written by a root service stays readable and writable by its owner.
+    ``descriptor`` is an open file or a path (a link is not followed).
+    """
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    with contextlib.suppress(OSError):
+        owner = os.stat(folder)
+        if owner.st_uid != 0 or owner.st_gid != 0:
+            if isinstance(descriptor, int):
+                os.fchown(descriptor, owner.st_uid, owner.st_gid)
+            else:
+                os.chown(descriptor, owner.st_uid, owner.st_gid, follow_symlinks=False)
+
+
+def read_regular(path: Path) -> bytes | None:
+    """The bytes of the regular file at ``path``, None when there is none; a link is not followed.
+
+    Raises ``OSError`` when ``path`` is a link (``ELOOP``), not a regular file, or unreadable.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return handle.read()
 
 
 def _temporary_glob(target: Path) -> str:
@@ -152,7 +203,7 @@ class LoadReport:
 def load_store(task_dir: str | os.PathLike[str]) -> tuple[OverwriteStore, LoadReport]:
     """Read ``context_history.json`` from ``task_dir``; never raises.
 
-    A missing file gives an empty store. The text is decoded as the original reads it (invalid
+    A missing file gives an empty store; a link is not followed (reported unreadable). The text is decoded as the original reads it (invalid
     UTF-8 becomes U+FFFD). A file the original cannot load (not JSON, or not its layout) also
     gives an empty store, as in the original, but is renamed to
     ``context_history.json.corrupt-<ms>`` (never over an earlier one) so the next save cannot
@@ -161,11 +212,14 @@ def load_store(task_dir: str | os.PathLike[str]) -> tuple[OverwriteStore, LoadRe
     path = Path(task_dir) / CONTEXT_HISTORY_FILE
     remove_stale_temporaries(path)
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return OverwriteStore(), LoadReport(LoadStatus.MISSING, path)
+        raw = read_regular(path)
     except OSError as error:
+        if os.path.islink(path):
+            reason = "a symbolic link (links are never followed)"
+            return OverwriteStore(), LoadReport(LoadStatus.UNREADABLE, path, reason)
         return OverwriteStore(), LoadReport(LoadStatus.UNREADABLE, path, str(error))
+    if raw is None:
+        return OverwriteStore(), LoadReport(LoadStatus.MISSING, path)
     try:
         store = OverwriteStore.from_json(raw.decode("utf-8", "replace"))
     except CorruptStoreError as error:

@@ -7,35 +7,50 @@ Files of a task folder::
     windowkeeper_session.jsonl      the journal: one line per commit, the last complete one rules
     windowkeeper.lock               taken (flock) while loading and committing
 
-A commit that appends writes only the new messages, in place over the closing ``]`` of the
-history, then one journal line naming the history's length, its size in bytes and a digest of
-its last 4 KiB, the digest of the store and the session state: its cost follows what changed,
-not the history. A commit that rewrites (a rollback cut, or the first commit on a history written
-by another program) writes the new file beside the old one (``.next``), then the journal line,
-then renames it into place; a changed store goes the same way. The journal line is the commit
-point. Loading repairs what a crash can leave, so it always gives what the last journal line
-describes:
+A commit that appends writes one journal line first (the commit point: the history's new
+length, size and tail digest, the digest of the store, the session state, and the appended
+messages themselves, see :mod:`._journal`), then the new messages in place over the closing
+``]`` of the history: its cost follows what changed, not the history. A commit that rewrites (a
+rollback cut, or the first commit on a history written by another program) writes the new file
+beside the old one (``.next``), then the journal line, then renames it into place; a changed
+store goes the same way. Loading repairs what a crash can leave, so it always gives what the
+last journal line describes:
 
-- the history longer than recorded (an append whose line was never written): cut back;
+- a history missing appends the journal holds (a crash, or a power loss before the history's
+  pages reached the disk): the appends are replayed from the journal;
 - a ``.next`` file matching the line (a crash after the line, before the rename): renamed in;
 - a ``.next`` not matching (a crash before the line): removed;
 - a torn last journal line: ignored and cut off.
 
-A history or store changed by another program since the last commit (Cline running the task)
-is not repaired: the store is taken as found, the history refused with a clear error. The
-journal is rewritten (atomically) in one line once it passes 1,000 lines.
+Another program (Cline running the task) may append to the history: a history that holds every
+message of the last commit unchanged, and more after them, is taken as it is. Any other change
+is refused with a clear error. The journal is rewritten (atomically) in one line once it passes
+1,000 lines or 8 MiB, after the history was synced.
 
-Each commit checks, under the lock, that the journal is still the one this session last wrote;
-another writer's commit in between gives :class:`ConcurrentUpdateError` and writes nothing.
-With ``durable=True`` (the default) every write is fsynced before the next, so a commit survives
-a power loss; ``durable=False`` skips the fsyncs: a commit still survives the process being
-killed at any instant, not a crash of the machine. Links are never followed: every file is
-opened with ``O_NOFOLLOW`` or replaced by rename.
+Each commit checks, under the lock, before it writes, that the journal's last line is still the
+one this writer last wrote (its ``commit_id`` never repeats, so a journal rewritten to the same
+size is still recognised) and that the history file is as this writer left it (size,
+modification time and its last 4 KiB). Another writer's commit in between gives
+:class:`ConcurrentUpdateError` and writes nothing, and so does every later commit until the
+store is loaded again; a history another program extended gives the same error with
+``extended`` set. Nothing is ever written at an offset that is not this writer's own end.
+
+With ``durable=True`` (the default) one fsync, of the journal, makes a commit of messages (or of
+the store, whose new file is synced too, or a rewrite) survive a power loss; a commit of
+decisions alone (a request's range, a usage) is synced by the next such commit, so a power loss
+can take the last of those back to the commit before (see ``docs/persistence.md``).
+``durable=False`` skips the fsyncs: a commit still survives the process being killed at any
+instant, not a crash of the machine. A write that
+fails (a full disk) is undone, so every file stays parseable, and raises :class:`StorageError`
+naming the file. A folder this process may not write loads read-only: commits that add or cut
+messages raise :class:`StorageError`, the others (a request's decisions, usage) are kept in
+memory. Links are never followed: every file is opened with ``O_NOFOLLOW`` or replaced by rename.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -43,16 +58,29 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._errors import TaskFolderError
+from .._errors import ConfigurationError, TaskFolderError
 from ..core._messages import Message
 from ._files import (
     CONTEXT_HISTORY_FILE,
     LoadReport,
+    LoadStatus,
     atomic_write_bytes,
     file_mode,
+    follow_owner,
     fsync_folder,
     load_store,
+    read_regular,
     remove_stale_temporaries,
+)
+from ._journal import (
+    TAIL,
+    encode_message,
+    encode_record,
+    is_record,
+    last_line,
+    matches,
+    replay,
+    tail_digest,
 )
 from ._protocol import Commit, ConcurrentUpdateError, Snapshot, StorageError
 
@@ -67,14 +95,10 @@ HISTORY_FILE = "api_conversation_history.json"
 JOURNAL_FILE = "windowkeeper_session.jsonl"
 LEGACY_STATE_FILE = "windowkeeper_session.json"  # before the journal: the state alone
 LOCK_FILE = "windowkeeper.lock"
-_TAIL = 4096
 _JOURNAL_LIMIT = 1000
+_JOURNAL_BYTES = 8 << 20
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-
-
-def encode_message(message: Message) -> bytes:
-    """A message as the history file holds it: compact JSON, non-ASCII kept, no NaN."""
-    return json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+_READ_ONLY = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 
 
 def _digest(data: bytes) -> str:
@@ -86,32 +110,38 @@ def _digest(data: bytes) -> str:
 def _read(path: Path) -> bytes | None:
     """The bytes of a regular file (links not followed), None when there is none."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
-        return None
+        return read_regular(path)
     except OSError as error:
+        if os.path.islink(path):
+            raise TaskFolderError(f"{path}: a link (links are never followed)") from None
         raise TaskFolderError(f"{path}: cannot be read: {error.strerror or error}") from None
-    with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise TaskFolderError(f"{path}: not a regular file")
-        return handle.read()
 
 
 class TaskFolderStore:
     """A task folder as a :class:`~windowkeeper.storage.SessionStore` (see the module docstring)."""
 
     def __init__(self, folder: str | os.PathLike[str], *, durable: bool = True) -> None:
+        if not isinstance(folder, str | os.PathLike) or not os.fspath(folder):
+            raise ConfigurationError(f"the task folder must be a non-empty path, got {folder!r}")
         self.folder = Path(folder)
+        self._history_path = self.folder / HISTORY_FILE  # paths made once: a commit uses each
+        self._journal_path = self.folder / JOURNAL_FILE
+        self._store_path = self.folder / CONTEXT_HISTORY_FILE
         self.durable = durable
+        self.read_only = False  # found at load: the folder cannot be written by this process
         self.last_load: LoadReport | None = None
         self._version = 0
         self._ends: list[int] = [1]  # byte size of "[" and the first k messages, commas between
-        self._tail = b"[]"  # the last bytes of the history file as committed
+        self._tail = b"[]"  # the last bytes of the history in this writer's layout
         self._foreign = False  # the history file is not in this writer's layout: rewrite it
+        self._stat: tuple[int, int] | None = None  # the history's (size, mtime) as last seen
         self._journal_size = 0  # the journal's size after this writer's last commit
         self._journal_lines = 0
+        self._journal_last = b""  # the journal's last line as this writer last saw it
         self._store_digest: str | None = None  # of the store file as last committed
         self._last_commit_id = ""
+        self._stale: ConcurrentUpdateError | None = None  # refused until loaded again
+        self._journal_data = b""
         self._loaded = False
         # Called with a step's name before each write of a commit: the tests' crash points.
         self.before_write: Callable[[str], None] | None = None
@@ -128,41 +158,66 @@ class TaskFolderStore:
             yield
             return
         path = self.folder / LOCK_FILE
+        descriptor = None
+        shared = self.read_only
+        if not shared:
+            try:
+                try:
+                    descriptor = os.open(path, os.O_RDWR | _NOFOLLOW)
+                except FileNotFoundError:
+                    flags = os.O_RDWR | os.O_CREAT | _NOFOLLOW
+                    descriptor = os.open(path, flags, file_mode(path))
+            except OSError as error:
+                if error.errno not in _READ_ONLY or self._loaded:
+                    raise StorageError(f"{path}: cannot be opened: {error.strerror}") from None
+                shared = self.read_only = True
+            else:
+                follow_owner(descriptor, self.folder)
+        if shared:  # read under the writers' lock when there is one, without creating it
+            with contextlib.suppress(OSError):
+                descriptor = os.open(path, os.O_RDONLY | _NOFOLLOW)
         try:
-            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, file_mode(path))
-        except OSError as error:
-            raise StorageError(f"{path}: cannot be opened: {error.strerror or error}") from None
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            if descriptor is not None:
+                fcntl.flock(descriptor, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
             yield
         finally:
-            os.close(descriptor)  # releases the lock
+            if descriptor is not None:
+                os.close(descriptor)  # releases the lock
 
     # -- loading ---------------------------------------------------------------------------
 
     def load(self) -> Snapshot | None:
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise StorageError(f"{self.folder}: cannot be created: {error}") from None
+        if not self.folder.is_dir():
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise StorageError(f"{self.folder}: cannot be created: {error}") from None
+        if os.path.islink(self.folder):
+            raise StorageError(f"{self.folder}: a link (links are never followed)")
+        self._loaded = False
+        self.read_only = not os.access(self.folder, os.W_OK)
         with self._locked():
-            return self._load()
+            snapshot = self._load()
+        self._stale = None
+        self._loaded = True
+        return snapshot
 
     def _load(self) -> Snapshot | None:
-        self._loaded = True
-        history_path = self.folder / HISTORY_FILE
-        for name in (HISTORY_FILE, CONTEXT_HISTORY_FILE, JOURNAL_FILE, LEGACY_STATE_FILE):
-            # under the lock no writer of this folder is between its write and its rename
-            remove_stale_temporaries(self.folder / name, older_than=0.0)
-            remove_stale_temporaries(_next(self.folder / name), older_than=0.0)
-        record = self._last_record()
-        if record is not None:
-            self._repair(history_path, record)
+        history_path = self._history_path
+        if not self.read_only:
+            for name in (HISTORY_FILE, CONTEXT_HISTORY_FILE, JOURNAL_FILE, LEGACY_STATE_FILE):
+                # under the lock no writer of this folder is between its write and its rename
+                remove_stale_temporaries(self.folder / name, older_than=0.0)
+                remove_stale_temporaries(_next(self.folder / name), older_than=0.0)
+        journal = self._read_journal()
+        record = journal[-1] if journal else None
         raw = _read(history_path)
-        history: list[Message] = []
-        if raw is not None:
-            history = _parse_history(history_path, raw)
-        if record is not None and len(history) != record["history_length"]:
+        history: list[Message] | None = None
+        if record is not None:
+            raw, history = self._repair(history_path, raw, journal)
+        if history is None:
+            history = _parse_history(history_path, raw) if raw is not None else []
+        if record is not None and len(history) < record["history_length"]:
             raise TaskFolderError(
                 f"{history_path}: holds {len(history)} messages, the last commit recorded"
                 f" {record['history_length']}: the file was changed by another program"
@@ -171,10 +226,13 @@ class TaskFolderStore:
         self._index(history, raw)
         store, report = load_store(self.folder)
         self.last_load = report
-        store_json = store.to_json() if report.status.value == "loaded" else None
+        if report.status is LoadStatus.UNREADABLE:
+            raise StorageError(f"{report.path}: {report.reason}")
+        store_json = store.to_json() if report.status is LoadStatus.LOADED else None
         state: dict[str, Any] | None
         if record is not None:
             self._version = int(record["commit"])
+            self._last_commit_id = str(record.get("commit_id", ""))
             self._store_digest = record.get("store_sha256")
             state = record["state"]
         else:
@@ -185,132 +243,257 @@ class TaskFolderStore:
             return None
         return Snapshot(self._version, history, store_json, state)
 
-    def _last_record(self) -> dict[str, Any] | None:
-        """The journal's last complete line (the journal cut after it), or None."""
-        path = self.folder / JOURNAL_FILE
-        data = _read(path)
-        if not data:
-            self._journal_size = 0
-            self._journal_lines = 0
-            return None
-        end = len(data)
-        record = None
-        while end > 0:
-            start = data.rfind(b"\n", 0, end - 1) + 1
-            line = data[start:end]
-            if line.endswith(b"\n"):
-                try:
-                    value = json.loads(line)
-                except ValueError:
-                    value = None
-                if _is_record(value):
-                    record = value
-                    break
-            end = start
-        if end != len(data):  # a torn line after the last complete one
+    def _read_journal(self) -> list[dict[str, Any]]:
+        """The journal's last complete record, or its records when the history needs them.
+
+        Cuts a torn line after the last complete one (when the folder may be written) and
+        remembers the journal's size and last line, what each commit checks.
+        """
+        path = self._journal_path
+        data = _read(path) or b""
+        start, record = last_line(data, len(data))
+        end = data.index(b"\n", start) + 1 if record is not None else 0
+        if end != len(data) and not self.read_only:  # a torn line after the last complete one
             self._truncate(path, end)
         self._journal_size = end
         self._journal_lines = data.count(b"\n", 0, end)
-        return record
+        self._journal_last = data[start:end]
+        self._journal_data = data[:end]  # kept until the history was checked against it
+        return [record] if record is not None else []
 
-    def _repair(self, history_path: Path, record: dict[str, Any]) -> None:
-        """Make the history and store files what ``record`` says (see the module docstring)."""
+    def _records(self) -> list[dict[str, Any]]:
+        """Every record of the journal, oldest first (only when the history must be replayed)."""
+        records = []
+        for line in self._journal_data.splitlines():
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if is_record(value):
+                records.append(value)
+        return records
+
+    def _repair(
+        self, path: Path, raw: bytes | None, journal: list[dict[str, Any]]
+    ) -> tuple[bytes | None, list[Message] | None]:
+        """The history the last record describes (repaired on disk when the folder is writable),
+        or one another program extended; with its messages when they had to be parsed."""
+        record = journal[-1]
         size, tail = record["history_bytes"], record["history_tail"]
-        self._settle(history_path, lambda data: len(data) == size and _tail_digest(data) == tail)
-        current = _read(history_path)
-        matches = current is not None and len(current) == size and _tail_digest(current) == tail
-        if current is not None and len(current) >= size - 1 and not matches:
-            repaired = current[: size - 1] + b"]"
-            if _tail_digest(repaired) == tail:
-                # The bracket first, then the cut: a crash between the two leaves a file this
-                # same repair mends on the next load.
-                self._write_in_place(history_path, size - 1, b"]", sync=True)
-                self._truncate(history_path, size)
-        store_digest = record.get("store_sha256")
-        store_path = self.folder / CONTEXT_HISTORY_FILE
-        if store_digest is not None:
-            self._settle(store_path, lambda data: _digest(data) == store_digest)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(_next(store_path))
+        raw = self._settle(path, raw, lambda data: matches(data, size, tail))
+        self._settle_store(record.get("store_sha256"))
+        if raw is not None and matches(raw, size, tail):
+            self._journal_data = b""
+            return raw, None
+        if raw is not None:
+            extended = _extension(raw, record["history_length"], size, tail)
+            if extended is not None:
+                self._journal_data = b""
+                return raw, extended  # another program appended: taken as it is
+        rebuilt = replay(raw if raw is not None else b"[]", self._records())
+        if rebuilt is None and raw is not None and len(raw) >= size - 1:
+            candidate = raw[: size - 1] + b"]"  # a journal of windowkeeper 0.2: cut back
+            rebuilt = candidate if tail_digest(candidate) == tail else None
+        self._journal_data = b""
+        if rebuilt is None:
+            return raw, None
+        if not self.read_only:
+            self._rewrite_from(path, raw or b"", rebuilt)
+        return rebuilt, None
 
-    def _settle(self, path: Path, matches: Any) -> None:
-        """Rename ``path.next`` into place when it is what the record describes, else drop it."""
+    def _rewrite_from(self, path: Path, old: bytes, new: bytes) -> None:
+        """Make the file at ``path`` (holding ``old``) hold ``new``, writing only where they differ.
+
+        The new bytes first, then the cut: a crash between the two leaves a file that the same
+        repair mends on the next load.
+        """
+        same = 0
+        limit = min(len(old), len(new))
+        while same < limit and old[same] == new[same]:
+            same += 1
+        if not path.exists():
+            atomic_write_bytes(path, new)
+            return
+        self._write_in_place(path, same, new[same:], sync=True)
+        self._truncate(path, len(new))
+
+    def _settle(self, path: Path, current: bytes | None, fits: Any) -> bytes | None:
+        """Rename ``path.next`` into place when it is what the record describes, else drop it;
+        the file's bytes after that."""
         pending = _next(path)
         data = _read(pending)
         if data is None:
-            return
-        current = _read(path)
-        if matches(data) and (current is None or not matches(current)):
+            return current
+        if fits(data) and (current is None or not fits(current)):
+            if self.read_only:
+                return data
             os.replace(pending, path)
             self._sync_folder()
-        else:
+            return data
+        if not self.read_only:
             os.unlink(pending)
+        return current
+
+    def _settle_store(self, store_digest: str | None) -> None:
+        store_path = self._store_path
+        if store_digest is not None:
+            current = _read(store_path)
+            self._settle(store_path, current, lambda data: _digest(data) == store_digest)
+        elif not self.read_only:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(_next(store_path))
 
     def _index(self, history: list[Message], raw: bytes | None) -> None:
         ends = [1]
-        for position, message in enumerate(history):
-            ends.append(ends[-1] + (1 if position else 0) + len(encode_message(message)))
+        encoded = [encode_message(message) for message in history]
+        for position, data in enumerate(encoded):
+            ends.append(ends[-1] + (1 if position else 0) + len(data))
         self._ends = ends
         expected_size = ends[-1] + 1
         self._foreign = raw is None or len(raw) != expected_size
-        self._tail = raw[-_TAIL:] if raw is not None and not self._foreign else b"[]"
+        if raw is not None and not self._foreign:
+            self._tail = raw[-TAIL:]
+        else:
+            self._tail = _layout_tail(encoded)
+        self._stat = self._history_stat()
+
+    def _history_stat(self) -> tuple[int, int] | None:
+        try:
+            status = os.lstat(self._history_path)
+        except FileNotFoundError:
+            return None
+        return (status.st_size, status.st_mtime_ns)
 
     # -- committing ------------------------------------------------------------------------
 
     def commit(self, commit: Commit) -> int:
         if not self._loaded:  # a commit never writes over what it has not read
             self.load()
+        if self.read_only:
+            return self._commit_in_memory(commit)
         with self._locked():
             done = self._check_version(commit)
             if done is not None:
                 return done
+            self._check_history()
             try:
                 return self._commit(commit)
             except OSError as error:
                 raise StorageError(f"{self.folder}: commit failed: {error}") from error
 
+    def _commit_in_memory(self, commit: Commit) -> int:
+        """A read-only folder: decisions are kept in memory, messages are refused."""
+        if commit.append or commit.keep != len(self._ends) - 1:
+            raise StorageError(
+                f"{self.folder}: the folder is read-only for this process; messages cannot be"
+                " added or removed (nothing was written)"
+            )
+        if commit.commit_id != self._last_commit_id:
+            self._version += 1
+            self._last_commit_id = commit.commit_id
+        return self._version
+
     def _check_version(self, commit: Commit) -> int | None:
         """None when ``commit`` may go ahead; its version when it already went through."""
-        journal = self.folder / JOURNAL_FILE
+        if commit.commit_id == self._last_commit_id and self._last_commit_id:
+            return self._version  # a retry of the commit this writer made last
+        if self._stale is None:
+            if commit.base_version == self._version and self._journal_unchanged():
+                return None
+            found = self._version
+            journal = _read(self._journal_path) or b""
+            record = last_line(journal, len(journal))[1]
+            if record is not None:
+                found = int(record["commit"])
+            self._stale = ConcurrentUpdateError(self.name, commit.base_version, found)
+        stale = self._stale
+        raise ConcurrentUpdateError(
+            stale.task, commit.base_version, stale.found, extended=stale.extended
+        )
+
+    def _journal_unchanged(self) -> bool:
+        """The journal ends with the line this writer last wrote or read, at the same size."""
+        path = self._journal_path
         try:
-            size = os.lstat(journal).st_size
+            size = os.lstat(path).st_size
         except FileNotFoundError:
             size = 0
-        if size == self._journal_size and commit.base_version == self._version:
-            return None
-        if commit.commit_id == self._last_commit_id:
-            return self._version  # a retry of the commit this writer made last
-        record = self._last_record() if size != self._journal_size else None
-        found = int(record["commit"]) if record is not None else self._version
-        raise ConcurrentUpdateError(self.name, commit.base_version, found)
+        if size != self._journal_size:
+            return False
+        if not size:
+            return True
+        width = len(self._journal_last)
+        try:
+            descriptor = os.open(path, os.O_RDONLY | _NOFOLLOW)
+        except OSError:
+            return False
+        try:
+            return os.pread(descriptor, width, size - width) == self._journal_last
+        finally:
+            os.close(descriptor)
+
+    def _check_history(self) -> None:
+        """Refuse to write when another program changed the history since this writer saw it."""
+        path = self._history_path
+        now = self._history_stat()
+        if now == self._stat and (now is None or self._foreign or self._tail_unchanged(now[0])):
+            return
+        raw = _read(path)
+        stored = len(self._ends) - 1
+        extended = (
+            raw is not None
+            and _extension(raw, stored, self._ends[-1] + 1, tail_digest(self._tail)) is not None
+        )
+        self._stale = ConcurrentUpdateError(
+            self.name,
+            self._version,
+            self._version,
+            detail=f"{path} was changed by another program since this session read it"
+            + (" (messages were appended)" if extended else ""),
+            extended=extended,
+        )
+        raise self._stale
+
+    def _tail_unchanged(self, size: int) -> bool:
+        width = min(len(self._tail), size)
+        try:
+            descriptor = os.open(self._history_path, os.O_RDONLY | _NOFOLLOW)
+        except OSError:
+            return False
+        try:
+            return os.pread(descriptor, width, size - width) == self._tail[-width:]
+        finally:
+            os.close(descriptor)
 
     def _commit(self, commit: Commit) -> int:
-        history_path = self.folder / HISTORY_FILE
-        for name in (HISTORY_FILE, CONTEXT_HISTORY_FILE, JOURNAL_FILE):
-            _writable(self.folder / name)  # fail here, before anything is written
+        history_path = self._history_path
+        # fail here, before anything is written (the history and the journal were checked by
+        # the load and by _check_history / _check_version since)
+        if commit.store_json is not None:
+            _writable(self._store_path)
         stored = len(self._ends) - 1
         if not 0 <= commit.keep <= stored:
-            raise ValueError(f"commit keeps {commit.keep} of {stored} stored messages")
+            raise ConfigurationError(f"commit keeps {commit.keep} of {stored} stored messages")
         encoded = [encode_message(message) for message in commit.append]
-        ends = self._ends[: commit.keep + 1]
+        added = []
+        end = self._ends[commit.keep]
         for position, data in enumerate(encoded, commit.keep):
-            ends.append(ends[-1] + (1 if position else 0) + len(data))
+            end += (1 if position else 0) + len(data)
+            added.append(end)
         rewrite = self._foreign or commit.keep < stored
+        addition = b""
         if rewrite:
             content = self._rewritten(history_path, commit.keep, encoded)
-            tail = content[-_TAIL:]
+            tail = content[-TAIL:]
             self._step("history.next")
             self._write_next(history_path, content)
         elif encoded:
             addition = (b"," if commit.keep else b"") + b",".join(encoded) + b"]"
-            self._step("history")
-            self._write_in_place(history_path, self._ends[commit.keep], addition)
-            tail = (self._tail[:-1] + addition)[-_TAIL:]
+            tail = (self._tail[:-1] + addition)[-TAIL:]
         else:
             tail = self._tail
-        store_path = self.folder / CONTEXT_HISTORY_FILE
-        store_digest = None
+        store_path = self._store_path
+        store_digest: str | None
         if commit.store_json is not None:
             store_bytes = commit.store_json.encode("utf-8")
             store_digest = _digest(store_bytes)
@@ -323,34 +506,56 @@ class TaskFolderStore:
             "format": "windowkeeper-journal",
             "commit": version,
             "commit_id": commit.commit_id,
-            "history_length": len(ends) - 1,
-            "history_bytes": ends[-1] + 1,
-            "history_tail": _tail_digest(tail),
+            "history_length": commit.keep + len(encoded),
+            "history_bytes": (added[-1] if added else self._ends[commit.keep]) + 1,
+            "history_tail": tail_digest(tail),
             "store_sha256": store_digest,
+            "base_bytes": self._ends[-1] + 1,
+            "base_tail": tail_digest(self._tail),
             "state": commit.state,
         }
+        line = encode_record(record, None if rewrite else encoded)
+        last_line_before = self._journal_last
         self._step("journal")
-        self._append_record(record)  # the commit point: from here on the commit stands
+        # the commit point: from here on the commit stands. A commit of decisions alone is not
+        # synced: the next commit of messages or of the store syncs it with its own line.
+        self._append_record(line, sync=bool(encoded) or rewrite or commit.store_json is not None)
+        if addition:
+            self._step("history")
+            self._append_history(history_path, self._ends[-1], addition, last_line_before)
         self._step("renames")
-        with contextlib.suppress(OSError):  # if a rename fails, the next load or commit redoes it
+        renamed = True
+        try:
             if rewrite:
                 os.replace(_next(history_path), history_path)
             if commit.store_json is not None:
                 os.replace(_next(store_path), store_path)
-            if rewrite or commit.store_json is not None:
+            if rewrite:  # later appends go to the renamed file: its name must last
                 self._sync_folder()
+            # A store's rename is not synced: after a power loss its .next file (its name was
+            # synced) is renamed in by the next load, and the next .next write syncs the folder.
+        except OSError:
+            renamed = False  # the commit stands: the next load renames what is left
         self._version = version
         self._last_commit_id = commit.commit_id
-        self._ends = ends
+        if rewrite:
+            self._ends = [*self._ends[: commit.keep + 1], *added]
+        else:
+            self._ends.extend(added)  # no copy: an append costs what it appends
         self._tail = tail
         self._foreign = False
+        self._stat = self._history_stat()
         if commit.store_json is not None:
             self._store_digest = store_digest
+        if not renamed:
+            self._loaded = False
+        elif self._journal_lines >= _JOURNAL_LIMIT or self._journal_size >= _JOURNAL_BYTES:
+            self._compact_journal(history_path)
         return version
 
     def _current_store_digest(self) -> str | None:
         if self._store_digest is None:
-            data = _read(self.folder / CONTEXT_HISTORY_FILE)
+            data = _read(self._store_path)
             self._store_digest = _digest(data) if data is not None else None
         return self._store_digest
 
@@ -374,38 +579,107 @@ class TaskFolderStore:
         try:
             os.lseek(descriptor, offset, os.SEEK_SET)
             _write_all(descriptor, data)
-            if self.durable or sync:
+            if sync and self.durable:
                 os.fsync(descriptor)
         finally:
             os.close(descriptor)
 
+    def _append_history(self, path: Path, offset: int, addition: bytes, before: bytes) -> None:
+        """Write ``addition`` over the closing bracket at ``offset``; on failure undo the commit.
+
+        Not synced: the journal line, synced already, holds the messages (see :func:`replay`).
+        A failed write (a full disk) puts the bracket back and removes the journal line, so the
+        files are as before the commit, and raises :class:`StorageError` naming the history.
+        """
+        try:
+            self._write_in_place(path, offset, addition)
+        except OSError as error:
+            undone = True
+            try:
+                self._truncate(path, offset, b"]")
+            except OSError:
+                undone = False
+            try:
+                line = len(self._journal_last)
+                self._truncate(self._journal_path, self._journal_size - line)
+                self._journal_size -= line
+                self._journal_lines -= 1
+                self._journal_last = before
+            except OSError:
+                undone = False
+            self._stat = self._history_stat()
+            if not undone:
+                self._loaded = False  # the next commit loads, and replays, first
+            raise StorageError(
+                f"{path}: cannot be written: {error.strerror or error}; the commit was"
+                + (
+                    " undone"
+                    if undone
+                    else " recorded in the journal and is completed on the next load"
+                )
+            ) from None
+
     def _write_next(self, path: Path, data: bytes) -> None:
         pending = _next(path)
         mode = file_mode(path)
-        atomic_write_bytes(pending, data) if self.durable else _plain_write(pending, data)
+        try:
+            atomic_write_bytes(pending, data) if self.durable else _plain_write(pending, data)
+        except OSError as error:
+            raise StorageError(
+                f"{pending}: cannot be written: {error.strerror or error}; nothing was committed"
+            ) from None
         with contextlib.suppress(OSError):
             os.chmod(pending, mode)
 
-    def _append_record(self, record: dict[str, Any]) -> None:
-        path = self.folder / JOURNAL_FILE
-        line = json.dumps(record, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        data = line.encode() + b"\n"
-        if self._journal_lines >= _JOURNAL_LIMIT:  # start over with this line alone
-            atomic_write_bytes(path, data) if self.durable else _plain_write(path, data)
-            self._journal_size, self._journal_lines = len(data), 1
-            return
+    def _append_record(self, data: bytes, *, sync: bool = True) -> None:
+        path = self._journal_path
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW
-        descriptor = os.open(path, flags, file_mode(path))
         try:
+            descriptor = os.open(path, flags, file_mode(path))
+        except OSError as error:
+            self._drop_pending()
+            raise StorageError(f"{path}: cannot be opened: {error.strerror or error}") from None
+        try:
+            if self._journal_size == 0:
+                follow_owner(descriptor, self.folder)
             _write_all(descriptor, data)
-            if self.durable:
+            if self.durable and sync:
                 os.fsync(descriptor)
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                os.ftruncate(descriptor, self._journal_size)  # a reader skips a torn line anyway
+            self._drop_pending()
+            raise StorageError(
+                f"{path}: cannot be written: {error.strerror or error}; nothing was committed"
+            ) from None
         finally:
             os.close(descriptor)
         if self._journal_size == 0:
             self._sync_folder()
         self._journal_size += len(data)
         self._journal_lines += 1
+        self._journal_last = data
+
+    def _drop_pending(self) -> None:
+        for name in (HISTORY_FILE, CONTEXT_HISTORY_FILE):
+            with contextlib.suppress(OSError):
+                os.unlink(_next(self.folder / name))
+
+    def _compact_journal(self, history_path: Path) -> None:
+        """Rewrite the journal as its last line alone, once the history is on disk; best effort."""
+        try:
+            if self.durable:
+                descriptor = os.open(history_path, os.O_RDONLY | _NOFOLLOW)
+                try:
+                    os.fsync(descriptor)
+                finally:
+                    os.close(descriptor)
+            path = self._journal_path
+            data = self._journal_last
+            atomic_write_bytes(path, data) if self.durable else _plain_write(path, data)
+        except OSError:
+            return  # the long journal is still valid; the next commit tries again
+        self._journal_size, self._journal_lines = len(data), 1
 
     def _truncate(self, path: Path, size: int, suffix: bytes = b"") -> None:
         descriptor = os.open(path, os.O_WRONLY | _NOFOLLOW)
@@ -414,7 +688,8 @@ class TaskFolderStore:
             if suffix:
                 os.lseek(descriptor, size, os.SEEK_SET)
                 _write_all(descriptor, suffix)
-            os.fsync(descriptor)
+            if self.durable:
+                os.fsync(descriptor)
         finally:
             os.close(descriptor)
 
@@ -424,6 +699,39 @@ class TaskFolderStore:
 
     def close(self) -> None:
         """Nothing is held between calls: the lock is taken per load and per commit."""
+
+
+def _extension(raw: bytes, length: int, size: int, tail: str) -> list[Message] | None:
+    """The messages of ``raw`` when its first ``length`` are the ones a record describes (in this
+    writer's layout: ``size`` bytes with ``tail``'s digest), however the file is laid out."""
+    try:
+        history = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(history, list) or len(history) < length:
+        return None
+    try:
+        prefix = b"[" + b",".join(encode_message(message) for message in history[:length]) + b"]"
+    except (TypeError, ValueError):
+        return None
+    return history if matches(prefix, size, tail) else None
+
+
+def _layout_tail(encoded: Sequence[bytes]) -> bytes:
+    """The last bytes of a history of ``encoded`` messages in this writer's layout."""
+    parts: list[bytes] = [b"]"]
+    total = 1
+    for position in range(len(encoded) - 1, -1, -1):
+        parts.append(encoded[position])
+        total += len(encoded[position])
+        if total >= TAIL:
+            break
+        parts.append(b"," if position else b"[")
+        total += 1
+    else:
+        if not encoded:
+            parts.append(b"[")
+    return b"".join(reversed(parts))[-TAIL:]
 
 
 def _writable(path: Path) -> None:
@@ -442,10 +750,6 @@ def _next(path: Path) -> Path:
     return path.with_name(path.name + ".next")
 
 
-def _tail_digest(data: bytes) -> str:
-    return _digest(data[-_TAIL:])
-
-
 def _write_all(descriptor: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -459,22 +763,15 @@ def _plain_write(path: Path, data: bytes) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW
     descriptor = os.open(temporary, flags, file_mode(path))
     try:
+        follow_owner(descriptor, path.parent)
         _write_all(descriptor, data)
-    finally:
+    except BaseException:
         os.close(descriptor)
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    os.close(descriptor)
     os.replace(temporary, path)
-
-
-def _is_record(value: Any) -> bool:
-    return (
-        isinstance(value, dict)
-        and value.get("format") == "windowkeeper-journal"
-        and isinstance(value.get("commit"), int)
-        and isinstance(value.get("history_length"), int)
-        and isinstance(value.get("history_bytes"), int)
-        and isinstance(value.get("history_tail"), str)
-        and isinstance(value.get("state"), dict)
-    )
 
 
 def _no_constant(name: str) -> Any:

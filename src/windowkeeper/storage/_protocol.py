@@ -4,8 +4,10 @@ A session's durable state is its history (append-only, cut back only by a rollba
 overwrite store (Cline's ``context_history.json`` text), and a small JSON object of decisions
 (the hidden range, clips, the last usage, ...). Each call that changes the session makes one
 :class:`Commit`: the messages appended since the last one (or a cut, after a rollback), the new
-state, and the store when it changed. A backend applies a commit all or nothing: after a crash
-at any instant, :meth:`SessionStore.load` returns what the last completed commit made.
+state, and the store when it changed. A backend applies a commit all or nothing: after the
+process is killed at any instant, :meth:`SessionStore.load` returns what the last completed
+commit made (what a power loss can take back depends on the backend and its ``durable``
+setting: ``docs/persistence.md``).
 
 Every commit names the version it was built on. A backend refuses a commit whose base is not
 the version it holds (another writer committed in between) with
@@ -42,17 +44,26 @@ class ConcurrentUpdateError(WindowkeeperError):
     """Another writer committed to the task since this session read it; nothing was written.
 
     ``task`` names the task (a folder or a task id), ``expected`` the version this session built
-    on and ``found`` the version the backend holds. Reopen the task to continue from its state.
+    on and ``found`` the version the backend holds. Reload (``ContextSession.reload()``) or reopen
+    the task to continue from its state: until then the store, and the session that got this
+    error, refuse every further commit.
+
+    ``extended`` is True when the only change is that another program (Cline) appended messages
+    to the history file and left the messages this writer knew as they were: a session then
+    takes them in and applies its change after them.
     """
 
-    def __init__(self, task: str, expected: int, found: int) -> None:
-        super().__init__(
-            f"{task}: another writer committed (version {found}) since this session read version"
-            f" {expected}; nothing was written (reopen the task to continue)"
-        )
+    def __init__(
+        self, task: str, expected: int, found: int, *, detail: str = "", extended: bool = False
+    ) -> None:
+        what = detail or f"another writer committed (version {found}) since this session read"
+        if not detail:
+            what += f" version {expected}"
+        super().__init__(f"{task}: {what}; nothing was written (reload the task to continue)")
         self.task = task
         self.expected = expected
         self.found = found
+        self.extended = extended
 
 
 @dataclass(frozen=True, slots=True)

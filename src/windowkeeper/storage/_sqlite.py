@@ -11,7 +11,8 @@ messages past ``keep``, inserts the appended ones and updates the task row; a st
 raises :class:`ConcurrentUpdateError` and rolls back. The database runs in WAL mode, so readers
 never wait for a writer; ``synchronous=FULL`` when ``durable`` (the default), ``NORMAL`` otherwise.
 Task ids are the caller's (any non-empty string). One store object per task; the connection is
-opened on first use and closed by :meth:`SQLiteStore.close`.
+opened on first use and closed by :meth:`SQLiteStore.close` (and when opening fails). A link at
+the database path is refused, never followed.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ if TYPE_CHECKING:
     import sqlite3
 
 from .._errors import ConfigurationError
-from ._folder import encode_message
+from ._files import follow_owner
+from ._journal import encode_message
 from ._protocol import Commit, ConcurrentUpdateError, Snapshot, StorageError
 
 __all__ = ["SQLiteStore"]
@@ -71,13 +73,20 @@ class SQLiteStore:
         import sqlite3  # noqa: PLC0415  (loaded by the first store, not by import windowkeeper)
 
         if self._connection is None:
+            if os.path.islink(self.path):
+                raise StorageError(f"{self.name}: the path is a link (links are never followed)")
+            connection = None
             try:
                 connection = sqlite3.connect(self.path, isolation_level=None, timeout=30)
                 connection.execute("PRAGMA journal_mode=WAL")
                 connection.execute(f"PRAGMA synchronous={'FULL' if self.durable else 'NORMAL'}")
                 connection.executescript(_SCHEMA)
             except sqlite3.Error as error:
+                if connection is not None:
+                    connection.close()
                 raise StorageError(f"{self.name}: cannot open the database: {error}") from None
+            for suffix in ("", "-wal", "-shm"):  # as root, the folder's owner keeps its database
+                follow_owner(Path(f"{self.path}{suffix}"), self.path.parent)
             self._connection = connection
         return self._connection
 
@@ -147,7 +156,7 @@ class SQLiteStore:
                 return int(found)  # a retry of this very commit: it went through
             raise ConcurrentUpdateError(self.name, commit.base_version, int(found))
         if not 0 <= commit.keep <= length:
-            raise ValueError(f"commit keeps {commit.keep} of {length} stored messages")
+            raise ConfigurationError(f"commit keeps {commit.keep} of {length} stored messages")
         version = int(found) + 1
         connection.execute(
             "DELETE FROM wk_messages WHERE task_id = ? AND position >= ?",

@@ -19,7 +19,7 @@ import json
 from typing import Any
 
 from .._errors import ConfigurationError
-from ._folder import encode_message
+from ._journal import encode_message
 from ._protocol import Commit, ConcurrentUpdateError, Snapshot, StorageError
 
 __all__ = ["SCHEMA", "PostgresStore"]
@@ -95,6 +95,7 @@ class PostgresStore:
                     self._connection.execute("SELECT pg_advisory_xact_lock(7110517)")
                     self._connection.execute(SCHEMA)
             except psycopg.Error as error:
+                self.close()  # a connection of our own is not left open on failure
                 raise StorageError(f"{self.name}: cannot create the tables: {error}") from None
             self._create_schema = False
         return self._connection
@@ -114,6 +115,7 @@ class PostgresStore:
                     (self.task_id,),
                 ).fetchall()
         except psycopg.Error as error:
+            self._drop_broken()
             raise StorageError(f"{self.name}: cannot be read: {error}") from None
         if row is None:
             return None
@@ -174,6 +176,7 @@ class PostgresStore:
         except _StaleError:
             return self._settle_stale(connection, commit)
         except psycopg.Error as error:
+            self._drop_broken()
             raise StorageError(f"{self.name}: commit failed: {error}") from None
         return version
 
@@ -186,6 +189,12 @@ class PostgresStore:
         if last_id == commit.commit_id:
             return found
         raise ConcurrentUpdateError(self.name, commit.base_version, found)
+
+    def _drop_broken(self) -> None:
+        """Close a connection of our own that failed for good; the next call opens a new one."""
+        connection = self._connection
+        if self._owned and connection is not None and (connection.closed or connection.broken):
+            self.close()
 
     def close(self) -> None:
         if self._owned and self._connection is not None:

@@ -1,0 +1,192 @@
+"""What a session lets in: every value is checked at the call that brings it, once.
+
+Whatever a session commits it must be able to reload, send and store on every backend. So the
+values that become persisted state (a usage, its timestamp, a hidden range, a checkpoint) are
+refused at ``record_usage``, the ``deleted_range`` setter and ``rollback``, with an error naming
+the argument, within the same bounds the state reader applies (:data:`MAX_STATE_INT`); and text
+that a provider or a backend cannot take is refused at ``append``/``extend`` and at the
+``system``/``tools`` arguments of ``prepare``, with the path of the offending value:
+
+- the NUL character (PostgreSQL's ``jsonb`` cannot hold it, providers strip or refuse it);
+- lone surrogates, NaN and infinities, and values JSON cannot carry
+  (:func:`windowkeeper.core._inputs.check_json_value`);
+- a ``thinking`` block without its ``signature`` (Anthropic refuses every request that sends
+  one back).
+
+Nothing is normalised: what is accepted is stored and sent exactly as given. Histories loaded
+from a backend are not held to these rules (a Cline task folder may hold any of them); only what
+a caller adds is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .._errors import (
+    ConfigurationError,
+    InvalidRangeError,
+    InvalidUsageError,
+    MalformedMessageError,
+    TaskFolderError,
+)
+from ..cline._task import MAX_TOKEN_COUNT
+from ..core._inputs import check_json_value
+from ..core._truncation import DeletedRange, check_range
+from ..core._usage import TokenUsage
+from ._state import SessionState, state_from_json, state_to_json
+
+__all__ = [
+    "MAX_STATE_INT",
+    "MAX_USAGE_TOKENS",
+    "admit_checkpoint_fields",
+    "admit_messages",
+    "admit_range",
+    "admit_request_arguments",
+    "admit_timestamp",
+    "admit_usage",
+]
+
+MAX_STATE_INT = 10**15
+"""Every integer of the persisted state is below this (the state reader refuses the rest)."""
+
+MAX_USAGE_TOKENS = MAX_TOKEN_COUNT
+"""The largest usage count taken: the bound of every token count a task folder may hold."""
+
+_FIELDS = ("tokens_in", "tokens_out", "cache_writes", "cache_reads")
+
+
+def admit_timestamp(value: Any, name: str = "timestamp") -> int:
+    """``value`` as a timestamp in milliseconds since the epoch, or :class:`ConfigurationError`."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_STATE_INT:
+        hint = " (milliseconds, not nanoseconds?)" if isinstance(value, int) and value > 0 else ""
+        raise ConfigurationError(
+            f"{name} must be milliseconds since the epoch, an integer from 0 to below"
+            f" 10**15{hint}, got {value!r:.40}"
+        )
+    return value
+
+
+def admit_usage(usage: TokenUsage, name: str = "usage") -> TokenUsage:
+    """``usage`` unless one of its counts is negative or beyond what can be stored."""
+    for field in _FIELDS:
+        count = getattr(usage, field)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise InvalidUsageError(f"{name}.{field} must be a non-negative integer, got {count!r}")
+        if count > MAX_USAGE_TOKENS:
+            raise InvalidUsageError(
+                f"{name}.{field} is {count:,} tokens, more than can be stored"
+                f" (at most {MAX_USAGE_TOKENS:,})"
+            )
+    return usage
+
+
+def admit_range(
+    value: Any, history_length: int, name: str = "deleted_range"
+) -> DeletedRange | None:
+    """A hidden range a session can keep: two indices >= 0, the last message left visible."""
+    checked = check_range(value, name)
+    if checked is None:
+        return None
+    start, end = checked
+    if start < 0 or end < 0 or end >= MAX_STATE_INT:
+        raise InvalidRangeError(f"{name} {checked}: indices must be >= 0")
+    if end >= history_length:
+        raise InvalidRangeError(
+            f"{name} {checked} reaches past the history's {history_length} messages"
+        )
+    if end == history_length - 1:
+        raise InvalidRangeError(
+            f"{name} {checked} would hide the last message of the history's {history_length}"
+            " (a range ends at most two before the history's length)"
+        )
+    return checked
+
+
+def admit_checkpoint_fields(checkpoint: Any, history_length: int) -> None:
+    """Refuse a checkpoint whose state the session could not commit and reload.
+
+    The state is held to the one codec every backend uses (written, then read back), so what a
+    rollback commits is what a reopen reads.
+    """
+    length = checkpoint.history_length
+    if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+        raise ConfigurationError(
+            f"checkpoint.history_length must be an integer >= 0, got {length!r:.40}"
+        )
+    state = checkpoint.state
+    if not isinstance(state, SessionState):
+        raise ConfigurationError(
+            f"checkpoint.state must be a SessionState, got {type(state).__name__}"
+        )
+    if state.deleted_range is not None:
+        admit_range(state.deleted_range, length, "checkpoint.state.deleted_range")
+    admit_timestamp(checkpoint.timestamp, "checkpoint.timestamp")
+    admit_timestamp(state.usage_timestamp, "checkpoint.state.usage_timestamp")
+    if state.usage is not None:
+        if not isinstance(state.usage, TokenUsage):
+            raise ConfigurationError("checkpoint.state.usage must be a TokenUsage or None")
+        admit_usage(state.usage, "checkpoint.state.usage")
+    try:
+        state_from_json(state_to_json(state, length), "checkpoint.state", length)
+    except (TaskFolderError, TypeError, AttributeError) as error:
+        raise ConfigurationError(f"checkpoint.state cannot be stored: {error}") from None
+    if not isinstance(checkpoint.store_json, str):
+        raise ConfigurationError("checkpoint.store_json must be the store's JSON text")
+    del history_length  # the caller compares the lengths (its message names the session)
+
+
+def _check_text(value: Any, path: str) -> None:
+    """Refuse NUL characters anywhere in ``value`` (a JSON value already checked)."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise MalformedMessageError(
+                    where,
+                    f"text holds a NUL character (at {item.index(chr(0))}), which"
+                    " PostgreSQL cannot store and providers refuse",
+                )
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if "\x00" in key:
+                    raise MalformedMessageError(where, "a key holds a NUL character")
+                stack.append(
+                    (child, f"{where}.{key}" if key.isidentifier() else f"{where}[{key!r}]")
+                )
+        elif isinstance(item, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(item))
+
+
+def admit_messages(messages: Iterable[Any], start: int, name: str = "history") -> None:
+    """Refuse what no provider accepts or no backend stores in messages about to be appended.
+
+    Run after the message checks of :mod:`windowkeeper.core._inputs` (shapes, JSON values).
+    """
+    for offset, message in enumerate(messages):
+        path = f"{name}[{start + offset}]"
+        _check_text(message, path)
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if not isinstance(content, list):
+            continue
+        for position, block in enumerate(content):
+            if isinstance(block, Mapping) and block.get("type") == "thinking":
+                signature = block.get("signature")
+                if not isinstance(signature, str) or not signature:
+                    raise MalformedMessageError(
+                        f"{path}.content[{position}].signature",
+                        "a thinking block needs the signature the provider returned with it"
+                        " (Anthropic refuses every request that sends one without)",
+                    )
+
+
+def admit_request_arguments(system: Any, tools: Sequence[Any] | None) -> None:
+    """Refuse a ``system`` prompt or ``tools`` that cannot be sent (NaN, surrogates, NUL, ...)."""
+    if system is not None:
+        check_json_value(system, "system")
+        _check_text(system, "system")
+    if tools is not None:
+        for position, tool in enumerate(tools):
+            check_json_value(tool, f"tools[{position}]")
+            _check_text(tool, f"tools[{position}]")
