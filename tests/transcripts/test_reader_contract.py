@@ -172,3 +172,31 @@ class TestJsonLines:
         path.write_text("\n".join([*lines[:2], "{broken", *lines[2:]]), encoding="utf-8")
         with pytest.raises(TaskFolderError, match=r"broken\.jsonl:3: not JSON"):
             read_transcript(path, kind)
+
+
+def test_real_roo_export_counts(corpus: Path) -> None:
+    """The corpus's Roo export, counted by hand: 39 responses, 39 XML calls, 37 answered.
+
+    14 read_file, 6 write_to_file, 6 apply_diff, 6 update_todo_list, 7 attempt_completion; two
+    attempt_completion calls have no result (one before a task resumption, one the last turn)
+    and stay text. UserStories.md is read 7 times.
+    """
+    found = inspect_trace(load_trace(corpus / "roo-markdown-export/roo_task_export_courseLLM.md"))
+    assert (found.model_calls, found.messages) == (39, 79)
+    assert found.tool_calls == {
+        "read_file": 14,
+        "update_todo_list": 6,
+        "write_to_file": 6,
+        "apply_diff": 6,
+        "attempt_completion": 5,
+    }
+    assert found.file_reads["UserStories.md"] == 7
+
+
+def test_real_swe_agent_counts(corpus: Path) -> None:
+    """The corpus's SWE-agent function-calling run: 13 responses, 13 calls, open counted as reads."""
+    found = inspect_trace(load_trace(corpus / "swe-agent/marshmallow-1867_function_calling.traj"))
+    assert found.model_calls == 13
+    assert sum(found.tool_calls.values()) == 13
+    assert found.tool_calls["open"] == 2
+    assert sum(found.file_reads.values()) == 2
