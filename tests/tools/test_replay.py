@@ -468,10 +468,11 @@ class TestDemo:
 
 
 class TestNextRequestReplays:
-    """check and view ask the policy twice unless every request is to be replayed."""
+    """check and view ask the policy at most twice unless every request is to be replayed."""
 
     def test_two_requests_unless_asked(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Without replay the policy starts at the last request; with it, at every one."""
+        """Without replay the policy asks the next request (and the last, to size it, when no usage
+        was recorded); with it, every request."""
         from windowkeeper.tools import _preview
 
         history = conversation(20)
@@ -485,7 +486,10 @@ class TestNextRequestReplays:
 
         monkeypatch.setattr(_preview.Replayer, "request", counted)
         _preview.next_request(trace, window=WINDOW)
-        assert asked == [request_points(history)[-1], len(history)]
+        assert asked == [request_points(history)[-1], len(history)]  # no usage: estimate it
+        asked.clear()
+        _preview.next_request(trace, window=WINDOW, policy="windowkeeper")
+        assert asked == [len(history)]
         asked.clear()
         _preview.next_request(trace, window=WINDOW, replay=True)
         assert asked == [*request_points(history), len(history)]

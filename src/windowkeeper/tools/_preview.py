@@ -97,9 +97,10 @@ def next_request(
     The ``cline`` policy resumes from what a Cline task folder stored (its deleted range and
     overwrites) and decides from the last request's recorded usage, as Cline does on its next
     request. Where nothing was stored (a history-only folder, a message file) and for the
-    ``windowkeeper`` policy, the policy starts fresh at the trace's last request, which gives it
-    the size of the request before (recorded, or estimated), then decides the next one: two
-    requests, whatever the length of the trace. With ``replay=True`` it first replays every
+    ``windowkeeper`` policy, the policy starts fresh at the next request, deciding from the
+    size of the request before: the one recorded, or, for the ``cline`` policy when none was
+    recorded, the estimate of asking the trace's last request again first (at most two
+    requests, whatever the length of the trace). With ``replay=True`` it first replays every
     request of the trace, as :func:`~windowkeeper.tools._replay.replay` does, so that the next
     request follows from every decision the policy would have made (slower: one request per
     model call).
@@ -131,7 +132,11 @@ def next_request(
     try:
         if not resume:
             points = request_points(history)
-            for length in points if replay else points[-1:]:
+            # The size of the request before: recorded, or else estimated by asking it again.
+            warm_up = (
+                points[-1:] if not trace.has_recorded_usage and name is PolicyName.CLINE else []
+            )
+            for length in points if replay else warm_up:
                 replayer.request(length)
         sent, record = replayer.request(len(history))
     except MalformedMessageError as error:  # a message the session refuses (it checks more)
