@@ -200,3 +200,12 @@ def test_real_swe_agent_counts(corpus: Path) -> None:
     assert sum(found.tool_calls.values()) == 13
     assert found.tool_calls["open"] == 2
     assert sum(found.file_reads.values()) == 2
+
+
+def test_inspect_json_carries_the_per_file_numbers() -> None:
+    """inspect --json has the same numbers as the text."""
+    value = inspect_trace(load_trace(FIXTURES / "claude_code_2_1.jsonl")).to_json()
+    assert value["agent"] == {"name": "Claude Code", "version": "2.1.92"}
+    assert (value["model_calls"], value["forks"], value["skipped"]) == (5, 1, {"attachment": 1})
+    assert value["warnings"] == []
+    assert value["requests"]["with_usage"] == 5
