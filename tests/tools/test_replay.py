@@ -6,6 +6,7 @@ import copy
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ from windowkeeper.tools._replay import (
     replay,
     request_points,
 )
-from windowkeeper.tools._trace import TraceError, TraceFormat, detect_format, load_trace
+from windowkeeper.tools._trace import Trace, TraceError, TraceFormat, detect_format, load_trace
 
 from ..traces import (
     TASK,
@@ -464,3 +465,31 @@ class TestDemo:
         assert windowkeeper.summary.estimated_tokens_sent < cline.summary.estimated_tokens_sent
         assert cline.summary.overflows >= 1
         assert windowkeeper.summary.overflows == 0
+
+
+class TestNextRequestReplays:
+    """check and view ask the policy at most twice unless every request is to be replayed."""
+
+    def test_two_requests_unless_asked(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without replay the policy asks the next request (and the last, to size it, when no usage
+        was recorded); with it, every request."""
+        from windowkeeper.tools import _preview
+
+        history = conversation(20)
+        trace = Trace(Path("t.json"), TraceFormat.ANTHROPIC, tuple(history))
+        asked: list[int] = []
+        original = _preview.Replayer.request
+
+        def counted(self: Any, length: int) -> Any:
+            asked.append(length)
+            return original(self, length)
+
+        monkeypatch.setattr(_preview.Replayer, "request", counted)
+        _preview.next_request(trace, window=WINDOW)
+        assert asked == [request_points(history)[-1], len(history)]  # no usage: estimate it
+        asked.clear()
+        _preview.next_request(trace, window=WINDOW, policy="windowkeeper")
+        assert asked == [len(history)]
+        asked.clear()
+        _preview.next_request(trace, window=WINDOW, replay=True)
+        assert asked == [*request_points(history), len(history)]

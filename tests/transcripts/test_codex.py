@@ -352,3 +352,27 @@ class TestErrors:
         item = {"type": "message", "role": "critic", "content": []}
         with pytest.raises(MalformedMessageError, match="unknown role"):
             parse_codex(_jsonl([_line("response_item", item)]))
+
+
+class TestCurrentRollout:
+    """A rollout of Codex 0.144 (fixtures/codex_rollout_0144.jsonl)."""
+
+    def test_world_state_is_kept_as_text(self) -> None:
+        """The world_state line is content the model saw: a user text block, not dropped."""
+        transcript = read_codex(Path(__file__).parent / "fixtures" / "codex_rollout_0144.jsonl")
+        texts = [block["text"] for block in transcript.messages[0]["content"]]
+        assert '{"full":true,"cwd":"/work/app","open_files":["src/dates.py"]}' in texts
+        assert transcript.version == "0.144.0"
+        assert transcript.unknown == ()
+
+    def test_shell_tools_of_current_versions_are_reads(self) -> None:
+        """exec_command (cmd) and shell_command (command) reading one file count as its reads."""
+        from windowkeeper.core._overwrites import OverwriteStore
+        from windowkeeper.session._native_reads import NativeReadDetector
+
+        transcript = read_codex(Path(__file__).parent / "fixtures" / "codex_rollout_0144.jsonl")
+        copies = NativeReadDetector().copies(list(transcript.messages), 0, OverwriteStore())
+        assert {path: len(found) for path, found in copies.items()} == {
+            "src/dates.py": 2,
+            "tests/test_dates.py": 1,
+        }

@@ -450,6 +450,15 @@ def _format_option(function: F) -> F:
     )(function)
 
 
+def _replay_option(function: F) -> F:
+    """``--replay``: replay every request of the trace first (slower: one per model call)."""
+    return click.option(
+        "--replay",
+        is_flag=True,
+        help="Replay every request of the trace before the next one (default: start at its last).",
+    )(function)
+
+
 def _debug_option(function: F) -> F:
     return click.option("--debug", is_flag=True, help="Show a traceback on errors.")(function)
 
@@ -505,9 +514,17 @@ def inspect(*, path: Path, trace_format: str | None, as_json: bool, debug: bool)
 @_window_option
 @_policy_option
 @click.option("--stored", is_flag=True, help="Check the history as stored, not the next request.")
+@_replay_option
 @_debug_option
 def check(
-    *, path: Path, trace_format: str | None, window: int, policy: str, stored: bool, debug: bool
+    *,
+    path: Path,
+    trace_format: str | None,
+    window: int,
+    policy: str,
+    stored: bool,
+    replay: bool,
+    debug: bool,
 ) -> None:
     """Check the next request against the provider's rules; exit 1 with one line per violation."""
     from ..rules._anthropic import validate_messages  # noqa: PLC0415 - loaded in its command
@@ -522,7 +539,7 @@ def check(
             what = f"the stored history ({len(trace.history)} messages)"
             unknown = (*trace.unknown, *unknown_blocks(trace.history))
         else:
-            request = next_request(trace, window=window, policy=policy)
+            request = next_request(trace, window=window, policy=policy, replay=replay)
             violations = request.violations()
             what = f"the next request ({len(request.messages)} messages, {request.policy} policy)"
             unknown = (*trace.unknown, *unknown_blocks(trace.history))
@@ -547,16 +564,25 @@ def check(
     show_default=True,
     help="text for people; anthropic or openai for the JSON body of the request.",
 )
+@_replay_option
 @_debug_option
 def view(
-    *, path: Path, trace_format: str | None, window: int, policy: str, shape: str, debug: bool
+    *,
+    path: Path,
+    trace_format: str | None,
+    window: int,
+    policy: str,
+    shape: str,
+    replay: bool,
+    debug: bool,
 ) -> None:
     """Exactly what would be sent next."""
     from ..tools._preview import next_request  # noqa: PLC0415 - tools load in their command
     from ..tools._trace import load_trace  # noqa: PLC0415
 
     with reported(debug):
-        request = next_request(load_trace(path, trace_format), window=window, policy=policy)
+        trace = load_trace(path, trace_format)
+        request = next_request(trace, window=window, policy=policy, replay=replay)
         if shape == "anthropic":
             text = format_json(request.as_anthropic())
         elif shape == "openai":

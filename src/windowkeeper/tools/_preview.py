@@ -86,15 +86,24 @@ class NextRequest:
 
 
 def next_request(
-    trace: Trace, *, window: int | ContextWindowInfo, policy: str = PolicyName.CLINE
+    trace: Trace,
+    *,
+    window: int | ContextWindowInfo,
+    policy: str = PolicyName.CLINE,
+    replay: bool = False,
 ) -> NextRequest:
     """What ``policy`` sends next for ``trace``: its whole history, as it stands.
 
     The ``cline`` policy resumes from what a Cline task folder stored (its deleted range and
     overwrites) and decides from the last request's recorded usage, as Cline does on its next
     request. Where nothing was stored (a history-only folder, a message file) and for the
-    ``windowkeeper`` policy, the policy first replays the trace, as :func:`~windowkeeper.tools._replay.replay`
-    does by default, so that the next request follows from the decisions it would have made.
+    ``windowkeeper`` policy, the policy starts fresh at the next request, deciding from the
+    size of the request before: the one recorded, or, for the ``cline`` policy when none was
+    recorded, the estimate of asking the trace's last request again first (at most two
+    requests, whatever the length of the trace). With ``replay=True`` it first replays every
+    request of the trace, as :func:`~windowkeeper.tools._replay.replay` does, so that the next
+    request follows from every decision the policy would have made (slower: one request per
+    model call).
 
     Raises :class:`~windowkeeper.ContextOverflowError` (naming the trace, with the estimate, the
     limit and the window) when the policy cannot send the next request: the session found that
@@ -122,7 +131,12 @@ def next_request(
     )
     try:
         if not resume:
-            for length in request_points(history):
+            points = request_points(history)
+            # The size of the request before: recorded, or else estimated by asking it again.
+            warm_up = (
+                points[-1:] if not trace.has_recorded_usage and name is PolicyName.CLINE else []
+            )
+            for length in points if replay else warm_up:
                 replayer.request(length)
         sent, record = replayer.request(len(history))
     except MalformedMessageError as error:  # a message the session refuses (it checks more)

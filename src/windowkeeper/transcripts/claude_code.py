@@ -11,7 +11,7 @@ back to a root. Other records: ``summary`` (a title for a branch, with its ``lea
 ``isSidechain`` belong to a subagent (older versions wrote them into the session file; newer
 ones into ``agent-<id>.jsonl`` files of their own). The format is not documented by Anthropic;
 this reader follows what the public reverse-engineered descriptions and Claude Code's issue
-tracker agree on (see ``tests/formats/fixtures/README.md``).
+tracker agree on (see ``tests/transcripts/fixtures/README.md``).
 
 Mapping rules:
 
@@ -19,10 +19,20 @@ Mapping rules:
   the file (in file order, i.e. the newest) back through ``parentUuid``; records on other
   branches (abandoned redos, dead ends) are left out. Sidechain records are left out, unless
   the file holds nothing else: then it is a subagent's own transcript and is read as such. The
-  chain stops at a ``parentUuid`` the file does not hold.
+  chain stops at a ``parentUuid`` the file does not hold. When the newest message sits on a
+  branch that parted from the last response's at a ``progress`` record (a Claude Code bug: the
+  chain forks at progress records), the branch reaching the last response recorded with usage
+  is the live one (see :func:`_live_leaf`). ``Transcript.forks`` counts the branch points of
+  messages left out (redos, dead ends).
+- **Detection and metadata.** A file is a session when its first message record has ``uuid``,
+  ``parentUuid`` and a ``message``; the records before it (``permission-mode``, ``ai-title``,
+  ``last-prompt`` and whatever later releases add) are passed over. Record types not known here
+  are skipped and reported, never fatal. ``Transcript.version`` is the last ``version`` written.
 - **Split responses.** Claude Code writes one record per content block of a streamed response,
-  all with the same ``message.id``: consecutive assistant records sharing an id become ONE
-  assistant message, and records of that response found off the chain (a parallel tool call
+  all with the same ``requestId`` (and ``message.id``; ``requestId`` decides when both are
+  there): the assistant records of one request become ONE assistant message, also when its
+  parallel calls are written between their results (``tool_use 1 -> tool_result 1 -> tool_use
+  2``): the results go to the user message after it, in call order, and records of that response found off the chain (a parallel tool call
   writes its ``tool_use`` records and their results as sibling branches) are joined to it, in
   file order; a block repeated by a later snapshot is kept once. Its usage is counted once,
   from the response's last record (earlier snapshots carry partial ``output_tokens``).
@@ -45,7 +55,8 @@ Mapping rules:
   blocks are dropped, and a message left empty with them. Block types other than ``text``,
   ``image``, ``document``, ``thinking``, ``redacted_thinking``, ``tool_use`` and ``tool_result``
   (e.g. ``server_tool_use``), and record types not listed above, are dropped and reported in
-  ``Transcript.unknown``.
+  ``Transcript.unknown``; ``tool_reference`` blocks of a tool result (the tools a ToolSearch
+  loaded) are what the model saw and are kept as text, ``[tool_reference: <name>]``.
 - **What the file does not hold.** The system prompt and tool definitions are not recorded
   (``system`` and ``tools`` are None). ``model`` is the model of the last response; synthetic
   responses (model ``<synthetic>``) count as neither model nor request.
