@@ -7,10 +7,19 @@ from typing import Any
 
 from .._errors import ConfigurationError, MalformedMessageError
 from ..core._window import ContextWindowInfo, context_window_info
+from ._compaction import Compaction
 from ._models import model_window
-from .steps import Step
+from .steps import Step, SummarizeTurns, default_steps
 
-__all__ = ["check_steps", "check_system", "check_tools", "count_argument", "share", "window_of"]
+__all__ = [
+    "check_steps",
+    "check_system",
+    "check_tools",
+    "count_argument",
+    "share",
+    "shrink_steps",
+    "window_of",
+]
 
 
 def window_of(context_window: Any, model: Any) -> ContextWindowInfo:
@@ -89,3 +98,70 @@ def check_steps(steps: Any) -> list[Step]:
                 f" got {type(step).__name__}"
             )
     return list(steps)
+
+
+def shrink_steps(
+    steps: Sequence[Step] | None,
+    summarize: Any,
+    *,
+    mask_keep_recent: int | None,
+    keep_recent_tokens: int | None,
+    in_band_at: float | None,
+    timeout: float | None,
+) -> tuple[list[Step], Compaction | None]:
+    """The steps a session runs and its compaction, from the constructor's arguments.
+
+    ``summarize=`` is sugar for a :class:`SummarizeTurns` step in the default list; with
+    ``steps=`` that step (at most one) is found in the list instead. Arguments that would play
+    no part are refused rather than ignored.
+    """
+    if keep_recent_tokens is not None:
+        count_argument("keep_recent_tokens", keep_recent_tokens)
+    if steps is not None:
+        if summarize is not False:
+            raise ConfigurationError(
+                "give steps or summarize, not both (summarize= is sugar for a SummarizeTurns step)"
+            )
+        if mask_keep_recent != 2:
+            raise ConfigurationError(
+                "mask_keep_recent plays no part with steps=: put MaskOldOutputs(keep_recent) in them"
+            )
+        if keep_recent_tokens is not None:
+            raise ConfigurationError(
+                "keep_recent_tokens plays no part with steps=: give it to SummarizeTurns"
+            )
+        checked = check_steps(steps)
+        found = [step for step in checked if isinstance(step, SummarizeTurns)]
+        if len(found) > 1:
+            raise ConfigurationError("steps hold more than one SummarizeTurns step")
+        step = found[0] if found else None
+    else:
+        step = _summarize_step(summarize, keep_recent_tokens, timeout)
+        checked = default_steps(mask_keep_recent, summarize=step)
+    if step is None:
+        if keep_recent_tokens is not None:
+            raise ConfigurationError("keep_recent_tokens plays no part without summarize=")
+        if in_band_at is not None:
+            raise ConfigurationError("in_band_at plays no part without summarize='in-band'")
+        return checked, None
+    if in_band_at is not None and not step.in_band:
+        raise ConfigurationError("in_band_at plays no part without summarize='in-band'")
+    at = share("in_band_at", in_band_at) if in_band_at is not None else 0.85
+    return checked, Compaction(step, in_band_at=at)
+
+
+def _summarize_step(
+    summarize: Any, keep_recent_tokens: int | None, timeout: float | None
+) -> SummarizeTurns | None:
+    if summarize is False or summarize is None:
+        return None
+    if summarize is True:
+        return SummarizeTurns(None, keep_recent_tokens=keep_recent_tokens)
+    if summarize == "in-band":
+        return SummarizeTurns(None, keep_recent_tokens=keep_recent_tokens, in_band=True)
+    if not callable(summarize):
+        raise ConfigurationError(
+            "summarize must be True, False, 'in-band' or a summarizer callable,"
+            f" got {type(summarize).__name__}"
+        )
+    return SummarizeTurns(summarize, keep_recent_tokens=keep_recent_tokens, timeout=timeout)

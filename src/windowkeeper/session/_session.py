@@ -54,32 +54,28 @@ from ._admission import (
     admit_usage,
 )
 from ._arguments import (
-    check_steps,
     check_system,
     check_tools,
     count_argument,
     share,
+    shrink_steps,
     window_of,
 )
-from ._compaction import Compaction
 from ._native_reads import NativeReadDetector
 from ._openai_history import OpenAIHistory, OpenAIShaper
 from ._persistence import Persistence, check_first
 from ._prepared import Checkpoint, Prepared, Synced
-from ._request import RequestBuilder, arrival_clips, finish_request, place_truncation_notice
+from ._request import RequestBuilder, finish_request, place_truncation_notice
 from ._sdk import MessageLike, UsageInput, message_from_sdk, usage_from_sdk
+from ._shrinking import Shrinker
 from ._state import SessionState, cut_state
 from ._summary import AsyncSummarizer, Summarizer
 from ._tokens import CalibratedEstimator, TokenCounter
 from .steps import (
     Action,
-    Draft,
     ReplaceDuplicateReads,
     Step,
-    SummarizeTurns,
     SummaryNeeded,
-    default_steps,
-    run_steps,
 )
 from .steps._summarize import failure_reason
 
@@ -106,73 +102,6 @@ class _LastRequest:
     tools: Sequence[Mapping[str, Any]] | None
     timestamp: int
     generation: int
-
-
-def _shrink_steps(
-    steps: Sequence[Step] | None,
-    summarize: Any,
-    *,
-    mask_keep_recent: int | None,
-    keep_recent_tokens: int | None,
-    in_band_at: float | None,
-    timeout: float | None,
-) -> tuple[list[Step], Compaction | None]:
-    """The steps a session runs and its compaction, from the constructor's arguments.
-
-    ``summarize=`` is sugar for a :class:`SummarizeTurns` step in the default list; with
-    ``steps=`` that step (at most one) is found in the list instead. Arguments that would play
-    no part are refused rather than ignored.
-    """
-    if keep_recent_tokens is not None:
-        count_argument("keep_recent_tokens", keep_recent_tokens)
-    if steps is not None:
-        if summarize is not False:
-            raise ConfigurationError(
-                "give steps or summarize, not both (summarize= is sugar for a SummarizeTurns step)"
-            )
-        if mask_keep_recent != 2:
-            raise ConfigurationError(
-                "mask_keep_recent plays no part with steps=: put MaskOldOutputs(keep_recent) in them"
-            )
-        if keep_recent_tokens is not None:
-            raise ConfigurationError(
-                "keep_recent_tokens plays no part with steps=: give it to SummarizeTurns"
-            )
-        checked = check_steps(steps)
-        found = [step for step in checked if isinstance(step, SummarizeTurns)]
-        if len(found) > 1:
-            raise ConfigurationError("steps hold more than one SummarizeTurns step")
-        step = found[0] if found else None
-    else:
-        step = _summarize_step(summarize, keep_recent_tokens, timeout)
-        checked = default_steps(mask_keep_recent, summarize=step)
-    if step is None:
-        if keep_recent_tokens is not None:
-            raise ConfigurationError("keep_recent_tokens plays no part without summarize=")
-        if in_band_at is not None:
-            raise ConfigurationError("in_band_at plays no part without summarize='in-band'")
-        return checked, None
-    if in_band_at is not None and not step.in_band:
-        raise ConfigurationError("in_band_at plays no part without summarize='in-band'")
-    at = share("in_band_at", in_band_at) if in_band_at is not None else 0.85
-    return checked, Compaction(step, in_band_at=at)
-
-
-def _summarize_step(
-    summarize: Any, keep_recent_tokens: int | None, timeout: float | None
-) -> SummarizeTurns | None:
-    if summarize is False or summarize is None:
-        return None
-    if summarize is True:
-        return SummarizeTurns(None, keep_recent_tokens=keep_recent_tokens)
-    if summarize == "in-band":
-        return SummarizeTurns(None, keep_recent_tokens=keep_recent_tokens, in_band=True)
-    if not callable(summarize):
-        raise ConfigurationError(
-            "summarize must be True, False, 'in-band' or a summarizer callable,"
-            f" got {type(summarize).__name__}"
-        )
-    return SummarizeTurns(summarize, keep_recent_tokens=keep_recent_tokens, timeout=timeout)
 
 
 class ContextSession:
@@ -253,7 +182,7 @@ class ContextSession:
         if mask_keep_recent is not None:
             count_argument("mask_keep_recent", mask_keep_recent)
         self._shrink_target = share("shrink_target", shrink_target)
-        self._steps, self._compaction = _shrink_steps(
+        self._steps, self._compaction = shrink_steps(
             steps,
             summarize,
             mask_keep_recent=mask_keep_recent,
@@ -266,6 +195,14 @@ class ContextSession:
                 f"keep_recent_tokens={keep_recent_tokens:,} is over half the limit"
                 f" ({self._info.max_allowed_size:,.0f} tokens): a fold could free nothing"
             )
+        self._shrinker = Shrinker(
+            self._steps,
+            self._compaction,
+            self._requests,
+            self._manager,
+            self._shrink_target,
+            self._max_result_share,
+        )
         self._awaiting = False  # inside aprepare: an async summarizer's request is awaited there
         self._max_output_tokens = count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
@@ -583,7 +520,7 @@ class ContextSession:
             state, adopted = compaction.adopt(state, history)
             state, resumed = compaction.resumed(state, len(history))
             actions += [action for action in (adopted, resumed) if action is not None]
-        state, view, arrived = self._arrive(state)
+        state, view, arrived = self._shrinker.arrive(history, state, limit)
         if arrived is not None:
             actions.append(arrived)
         clips = {(c.message_index, c.block_index): c for c in arrived.clips} if arrived else {}
@@ -614,7 +551,8 @@ class ContextSession:
         # steps: the pre-flight shrinks a request over the limit
         acted = estimate > limit
         if acted:
-            draft, shrunk = self._shrink(
+            draft, shrunk = self._shrinker.shrink(
+                history,
                 state,
                 view,
                 messages,
@@ -623,6 +561,7 @@ class ContextSession:
                 system=system,
                 tools=tools,
                 reserve=reserve,
+                limit=limit,
             )
             state, messages, estimate = draft.state, draft.messages, draft.estimate
             actions += shrunk
@@ -682,98 +621,6 @@ class ContextSession:
             actions=tuple(actions),
             summary_requested=requested,
         )
-
-    def _arrive(self, state: SessionState) -> tuple[SessionState, list[Message], Action | None]:
-        """The view, with results of the newest turn too large for their share clipped first."""
-        view = self._requests.view(self._history, state)
-        share_of_limit = self._max_result_share
-        if share_of_limit is None:
-            return state, view, None
-        # sizes in characters at a conservative 3 characters a token
-        budget = int(self._info.max_allowed_size * share_of_limit * 3)
-        arrivals = arrival_clips(self._history, view, state, budget)
-        if not arrivals:
-            return state, view, None
-        state = replace(state, clips=(*state.clips, *arrivals))
-        action = Action(
-            "clip-on-arrival",
-            tuple(sorted({c.message_index for c in arrivals})),
-            clips=tuple(arrivals),
-        )
-        return state, self._requests.view(self._history, state), action
-
-    def _shrink(
-        self,
-        state: SessionState,
-        view: list[Message],
-        messages: list[Message],
-        estimate: int,
-        *,
-        now: int,
-        system: Any,
-        tools: Sequence[Mapping[str, Any]] | None,
-        reserve: int,
-    ) -> tuple[Draft, list[Action]]:
-        """Run the steps over a draft of the request: the draft at the end, and what they did."""
-        history = self._history
-        requests = self._requests
-        limit = self._info.max_allowed_size
-        compaction = self._compaction
-
-        def measure(view: list[Message], state: SessionState) -> tuple[list[Message], int]:
-            rendered = requests.render(view, state)
-            return rendered, requests.estimate(rendered, system, tools, reserve)
-
-        def replace_reads(view: list[Message], start: int, now: int) -> set[int]:
-            return self._manager.apply_context_optimizations(view, start, now)[1]
-
-        draft = Draft(
-            history=history,
-            state=state,
-            store=self._manager.store,
-            view_of=lambda state: requests.view(history, state),
-            measure=measure,
-            replace_reads=replace_reads,
-            view=view,
-            messages=messages,
-            estimate=estimate,
-            now=now,
-            limit=limit,
-            target=limit * self._shrink_target,
-            may_fold=compaction is not None and compaction.may_summarize(state),
-        )
-        shrunk = run_steps(self._steps, draft)
-        if compaction is not None:
-            covered = compaction.cover_hidden(draft.state, history)
-            if covered is not None:  # the continuation now covers every hidden turn
-                draft.state = covered
-                draft.refresh()
-                shrunk.append(compaction.refold_action(covered))
-                if draft.estimate > limit:
-                    shrunk += run_steps(self._steps, draft)
-                    covered = compaction.cover_hidden(draft.state, history)
-                    if covered is not None:
-                        draft.state = covered
-                    draft.refresh()
-            for _round in range(4):  # a fold that always fits: its text gives way first
-                if draft.estimate <= limit:
-                    break
-                tightened = compaction.tightened(draft.state, history, draft.estimate - int(limit))
-                if tightened is None:
-                    break
-                draft.state = tightened
-                draft.refresh()
-                shrunk.append(
-                    Action(
-                        "continuation-clipped",
-                        deleted_range=draft.state.deleted_range,
-                        reason="the summary and ledger were cut to fit the window",
-                    )
-                )
-            draft.state, paused = compaction.counted(draft.state, shrunk, len(history))
-            if paused is not None:
-                shrunk.append(paused)
-        return draft, shrunk
 
     def _ticked(self, state: SessionState) -> SessionState:
         """``state`` with the session's clock moved on (strictly increasing)."""
@@ -884,6 +731,7 @@ class ContextSession:
         self._requests = RequestBuilder(
             self._manager, self._counter, place_results=self._place_results
         )
+        self._shrinker.requests = self._requests
         self._persistence = Persistence(persistence.backend)
         self._load(self._persistence)
 
