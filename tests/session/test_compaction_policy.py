@@ -23,6 +23,7 @@ from windowkeeper import (
     TokenUsage,
     validate_messages,
 )
+from windowkeeper.formats import from_anthropic, validate_openai
 from windowkeeper.session import Checkpoint, Fold, SessionState
 from windowkeeper.session._compaction import Compaction
 from windowkeeper.session._request import FOLDED_RESULT
@@ -529,3 +530,36 @@ def test_a_fold_with_nothing_left_after_it_still_sends_its_continuation() -> Non
             ],
         }
     ]
+
+
+class TestOpenAIShape:
+    """The same in-band rules for a session in the OpenAI Chat Completions shape."""
+
+    def test_in_band_asks_fold_and_never_reask_on_the_continuation(self) -> None:
+        session = ContextSession(
+            20_000,
+            counter=ExactCounter(),
+            clock=Clock(),
+            format="openai",
+            summarize="in-band",
+            keep_recent_tokens=2_000,
+            mask_keep_recent=None,
+        )
+        session.extend(from_anthropic([TASK]))
+        prepared = []
+        for turn in range(30):
+            session.extend(from_anthropic(_call(turn, 3_000)))
+            request = session.prepare(max_output_tokens=500)
+            prepared.append(request)
+            while request.summary_requested:
+                session.append({"role": "assistant", "content": "OPENAI-SUMMARY " + "kept; " * 200})
+                request = session.prepare(max_output_tokens=500)
+                prepared.append(request)
+        folded = [i for i, p in enumerate(prepared) if "summarize-in-band" in _steps(p)]
+        assert folded
+        for index in folded:
+            assert not prepared[index].summary_requested
+        assert any("OPENAI-SUMMARY" in json.dumps(p.messages) for p in prepared[folded[0] :])
+        for request in prepared:
+            assert validate_openai(request.messages) == []
+            assert request.messages[-1]["role"] in ("user", "tool")
