@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from _compaction_report import format_compaction
+from _compaction_traces import format_compaction_traces
 from _evaluation import BREAK, HEADLINE, Evaluation
 from _findings import format_findings
 from _tables import format_overhead, format_trace_overview, format_trace_table
@@ -126,6 +127,8 @@ def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
     out += ["", *_plot(plots, "bench-overhead.png")]
     out += ["## Compaction", "", provenance, ""]
     out += format_compaction(evaluation)
+    out += ["", "## Compaction on every trace", "", provenance, ""]
+    out += format_compaction_traces(evaluation)
     out += ["", "## Every trace", "", provenance, ""]
     out += format_trace_overview(evaluation)
     out += [
