@@ -5,7 +5,9 @@ Run with ``make bench`` (which installs the bench-only extra, langchain-core, fi
 traces missing there are skipped) and the demo conversation under cline, windowkeeper, LangChain's
 ``trim_messages`` and observation masking, and the compaction policies (cline's auto-condense,
 windowkeeper's compaction in three shapes, LangChain's ``SummarizationMiddleware``; see
-``bench/_compaction_report.py``) at three windows; times each policy's per-request call
+``bench/_compaction_report.py``) at three windows, with compaction's figures on every trace at
+every window (``bench/_compaction_traces.py``); chooses the compaction defaults on part of the
+corpus and reports them on the rest (``bench/_tuning.py``); times each policy's per-request call
 on the 443-message trace and on a generated 5,000-message session; and writes
 ``docs/benchmarks.md`` and ``docs/bench-*.png``. The traces are read where they are, never
 copied. Options: ``--docs DIR`` writes elsewhere; ``--rounds N`` sets the timing replays per
