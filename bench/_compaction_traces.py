@@ -40,6 +40,11 @@ SHORT = {
     WK_LEDGER: "wk ledger-only",
 }
 FOLD_ITEMS = ("instruction", "files", "todo")
+ITEM_LABELS = {
+    "instruction": "the latest instruction verbatim",
+    "files": "every edited file named",
+    "todo": "the latest todo state",
+}
 TARGET_READ = 0.9
 TARGET_MEDIAN = 0.9
 TARGET_MAX = 1.2
@@ -269,7 +274,7 @@ def _targets(evaluation: Evaluation) -> list[str]:
             ]
             rows.append(
                 [
-                    f"after every fold, the latest {item}: {SHORT[policy]}",
+                    f"after every fold, {ITEM_LABELS[item]}: {SHORT[policy]}",
                     f"{kept} of {folds} folds"
                     + (f" (missed at {_listed(misses)})" if misses else ""),
                     _status(kept == folds),
