@@ -37,7 +37,10 @@ from windowkeeper.session._summary import SummaryRequest, summary_messages
 from windowkeeper.tools._replay import CondenseStep, Ruler, Sent, _read_replacements
 from windowkeeper.tools._scripted_summary import scripted_summary
 
-__all__ = ["IN_BAND", "NAMES", "SessionPolicy", "Shape", "Summaries"]
+__all__ = ["FOLDS", "IN_BAND", "NAMES", "SessionPolicy", "Shape", "Summaries"]
+
+FOLDS = frozenset({"summarize", "summarize-in-band", "refold"})
+"""The actions after which a request carries a new continuation (a fold)."""
 
 IN_BAND = "summary_requested" in {field.name for field in dataclasses.fields(Prepared)}
 """Whether this windowkeeper's ``prepare()`` can ask for a summary in-band."""
@@ -110,6 +113,8 @@ class SessionPolicy:
         counter: Ruler | None = None,
         system: Any = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        in_band_at: float | None = None,
+        keep_recent_tokens: int | None = None,
     ) -> None:
         if shape == "in-band" and not IN_BAND:
             raise NotImplementedError("this windowkeeper's prepare() has no summary_requested")
@@ -124,12 +129,26 @@ class SessionPolicy:
         }[shape]
         self._now = 0
         self.session = ContextSession(
-            window, counter=counter, clock=lambda: self._now, summarize=summarize
+            window,
+            counter=counter,
+            clock=lambda: self._now,
+            summarize=summarize,
+            in_band_at=in_band_at if shape == "in-band" else None,
+            keep_recent_tokens=keep_recent_tokens,
         )
         self._fed = 0
         self._sent = Sent([], None, False, 0)  # the last prepared request
         self.steps: Counter[str] = Counter()
         """How often each step acted (``Prepared.actions``), over the replay."""
+        self.folded: list[bool] = []
+        """Per prepared request (one a record of the replay), whether it folded; taken by the
+        runner after each request."""
+        self.asks = 0
+        self.reasks = 0
+        """In-band asks on a request that folded, or on the one right after a fold."""
+        self.pauses: list[tuple[str, int]] = []
+        """``summarize-paused`` / ``summarize-resumed`` actions, with the history length."""
+        self._folded_last = False
 
     @property
     def name(self) -> str:
@@ -180,10 +199,24 @@ class SessionPolicy:
         try:
             prepared = session.prepare(system=self.system, tools=self.tools)
         except ContextOverflowError as error:
+            self.folded.append(False)
+            self._folded_last = False
             truncated = session.deleted_range != range_before
             return Sent([], session.deleted_range, truncated, 0, error.estimated_tokens, error)
         replaced = _read_replacements(store) - before
         self.steps.update(action.step for action in prepared.actions)
+        folded = any(action.step in FOLDS for action in prepared.actions)
+        if prepared.summary_requested:
+            self.asks += 1
+            self.reasks += folded or self._folded_last
+        self._folded_last = folded
+        self.folded.append(folded)
+        length = len(session.history)
+        self.pauses += [
+            (action.step, length)
+            for action in prepared.actions
+            if action.step in ("summarize-paused", "summarize-resumed")
+        ]
         self._sent = Sent(
             prepared.messages, prepared.deleted_range, prepared.range_changed, replaced
         )

@@ -6,6 +6,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from _runner import (
     CLINE,
@@ -108,6 +109,7 @@ class Evaluation:
     timing_rounds: int
     growth: Growth | None
     seconds: float = 0.0
+    tuning: Any = None  # _tuning.Tuning, when the defaults' procedure ran
 
     def run(self, case: str, nominal: int, policy: str) -> Run | None:
         return self.runs.get((case, nominal, policy))

@@ -17,6 +17,7 @@ clipped counts by its unclipped part.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,9 +25,12 @@ from typing import Any
 from windowkeeper.core._messages import Message
 from windowkeeper.session._ledger import LedgerBuilder
 
-__all__ = ["Frontier", "FrontierCheck", "request_text"]
+__all__ = ["FoldCheck", "Frontier", "FrontierCheck", "TodoTracker", "request_text"]
 
 _ELLIPSIS = "…"
+_TODO_TOOLS = ("todowrite", "update_plan", "update_todo_list", "todo_write", "todo")
+_TODO_KEYS = ("task_progress", "todos", "plan")
+_ROO_TODO = re.compile(r"<update_todo_list>\s*<todos>(.*?)</todos>", re.DOTALL)
 
 
 def _normal(text: str) -> str:
@@ -81,6 +85,62 @@ class FrontierCheck:
         return self.task and self.instruction and self.files
 
 
+@dataclass(frozen=True, slots=True)
+class FoldCheck:
+    """What the request sent right after a fold carried of the state of work."""
+
+    instruction: bool
+    files: bool
+    todo: bool
+
+
+def _todo_items(value: Any) -> list[str]:
+    """The texts of one todo / plan state: a checklist string, or a list of items."""
+    if isinstance(value, str):
+        return [line for line in value.splitlines() if line.strip()]
+    if isinstance(value, list):
+        items = []
+        for item in value:
+            if isinstance(item, str):
+                items.append(item)
+            elif isinstance(item, dict):
+                text = item.get("content") or item.get("step") or item.get("text")
+                if isinstance(text, str) and text.strip():
+                    items.append(text)
+        return items
+    return []
+
+
+class TodoTracker:
+    """The latest todo / plan state of a growing history: the last call of a todo tool
+    (TodoWrite, update_plan, update_todo_list), a tool input's ``task_progress`` checklist
+    (Cline), or a Roo Code ``<update_todo_list>`` in assistant text; each item a line."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.items: list[str] = []
+
+    def extend(self, messages: Sequence[Message]) -> None:
+        for message in messages:
+            self.count += 1
+            if message.get("role") != "assistant":
+                continue
+            content = message.get("content")
+            blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            for block in blocks if isinstance(blocks, list) else []:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "text" and isinstance(block.get("text"), str):
+                    for found in _ROO_TODO.findall(block["text"]):
+                        self.items = _todo_items(found) or self.items
+                elif block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
+                    tool_input = block["input"]
+                    name = str(block.get("name", "")).lower()
+                    for key in _TODO_KEYS:
+                        if key in tool_input and (key == "task_progress" or name in _TODO_TOOLS):
+                            self.items = _todo_items(tool_input[key]) or self.items
+
+
 def _needle(item: str) -> str:
     return _normal(item.removesuffix(_ELLIPSIS))
 
@@ -91,6 +151,22 @@ class Frontier:
     def __init__(self) -> None:
         self._ledger = LedgerBuilder()
         self._texts = _Texts()
+        self._todo = TodoTracker()
+
+    def after_fold(self, history: Sequence[Message], messages: Sequence[Message]) -> FoldCheck:
+        """What ``messages``, the request right after a fold, carry of the state of work: the
+        latest instruction verbatim, every edited file, every item of the latest todo state."""
+        builder = self._ledger
+        builder.extend(history[builder.count :])
+        self._todo.extend(history[self._todo.count :])
+        ledger = builder.ledger()
+        haystack = request_text(messages, self._texts)
+        latest = ledger.latest_instruction
+        return FoldCheck(
+            instruction=latest is None or _needle(latest) in haystack,
+            files=all(_needle(path) in haystack for path in ledger.files_edited),
+            todo=all(_needle(item) in haystack for item in self._todo.items),
+        )
 
     def check(self, history: Sequence[Message], messages: Sequence[Message]) -> FrontierCheck:
         """What ``messages`` (a request for ``history``) carry of the frontier at that point."""

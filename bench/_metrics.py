@@ -26,7 +26,12 @@ request, what the policy sent and the replay's record of it, and it keeps:
   turn and the instruction) read from the cache, 0 for an out-of-band call;
 - task frontier (:mod:`_frontier`): from the first request at which the policy shrank the
   history (``truncated``), whether each request carries the task, the latest user instruction
-  and every file edited so far.
+  and every file edited so far; and on each request right after a fold, the latest
+  instruction, every edited file and the latest todo state;
+- for the compaction policies (``strict=True``): whether the strict Anthropic double of
+  ``tests/doubles`` rejects the request (:mod:`_doubles`; judged on every request that is not
+  the previous one with the trace's next messages appended), and the refusals' positions, so a
+  refusal can be compared with what the default session sent at the same point.
 
 A request a policy refused to build (windowkeeper's ``ContextOverflowError``) sends nothing: it
 counts as over the window with the policy's estimate, and is left out of the other metrics.
@@ -41,7 +46,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from _frontier import Frontier, FrontierCheck
+from _doubles import StrictDouble
+from _frontier import FoldCheck, Frontier, FrontierCheck
 from windowkeeper import validate_messages
 from windowkeeper.core._messages import Message
 from windowkeeper.session._tokens import image_tokens
@@ -106,6 +112,12 @@ class Totals:
     prefix_reuse: list[float] = field(default_factory=list)
     """Per call: the share of its prefix (all before its last user message) read from cache."""
     compacted_at: int | None = None  # history length at the first request that shrank it
+    refused_at: list[int] = field(default_factory=list)  # history length of each refusal
+    summary_previous_read: list[float] = field(default_factory=list)
+    """Per in-band call: its prefix read from the cache, as a share of the previous request."""
+    fold_checks: list[FoldCheck] = field(default_factory=list)  # per request right after a fold
+    strict_bad: int = 0  # requests the strict API double rejects (size apart)
+    strict_rules: Counter[str] = field(default_factory=Counter)
     frontier: list[FrontierCheck] = field(default_factory=list)  # per request from then on
 
     @property
@@ -202,7 +214,16 @@ def _api_view(message: Message) -> tuple[Any, Any]:
 class Meter:
     """Measures the requests of one replay (see the module docstring)."""
 
-    def __init__(self, *, window: int, limit: float, ruler: Ruler, system: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        window: int,
+        limit: float,
+        ruler: Ruler,
+        system: Any = None,
+        strict: bool = False,
+        history: Sequence[Message] = (),
+    ) -> None:
         self.window = window
         self.limit = limit
         self.ruler = ruler
@@ -214,6 +235,8 @@ class Meter:
         self._history_bytes = 0
         self._seen = 0
         self._frontier = Frontier()
+        self._previous_tokens = 0
+        self.strict = StrictDouble(system, history) if strict else None
 
     def add(
         self,
@@ -224,9 +247,11 @@ class Meter:
         retained_messages: int | None = None,
         elapsed_ms: float | None = None,
         summary_output: int | None = None,
+        folded: bool = False,
     ) -> None:
         """Measure one request: ``history`` is the full history up to it; ``summary_output``,
-        for a request that asks for a summary in-band, the tokens of the summary it got."""
+        for a request that asks for a summary in-band, the tokens of the summary it got;
+        ``folded``: the request is the first after a fold (its continuation)."""
         totals = self.totals
         totals.requests += 1
         totals.truncations += record.truncated
@@ -234,6 +259,7 @@ class Meter:
             totals.times_ms.append(elapsed_ms)
         if sent.overflow_estimate is not None:
             totals.refused += 1
+            totals.refused_at.append(record.index)
             totals.over_window += record.estimated_tokens > self.window
             totals.over_limit += record.estimated_tokens > self.limit
             return
@@ -247,6 +273,7 @@ class Meter:
         view = [_api_view(message) for message in messages]
         previous = self._previous
         prefix_tokens = 0
+        common = 0
         if previous is not None:
             common = 0
             for new, old in zip(view, previous, strict=False):
@@ -255,6 +282,7 @@ class Meter:
                 common += 1
             prefix_tokens = self.ruler.count(messages[:common], system=self.system)
         self._previous = view
+        previous_tokens, self._previous_tokens = self._previous_tokens, tokens
         reuse = prefix_tokens / tokens if tokens else 0.0
         totals.reuse.append(reuse)
         totals.events.append((record.index, record.truncated, record.replaced_reads, reuse))
@@ -268,6 +296,11 @@ class Meter:
             totals.prefix_reuse.append(
                 min(1.0, prefix_tokens / before_last) if before_last else 0.0
             )
+            totals.summary_previous_read.append(
+                min(1.0, prefix_tokens / previous_tokens) if previous_tokens else 0.0
+            )
+        if folded:
+            totals.fold_checks.append(self._frontier.after_fold(history, messages))
         if record.truncated and totals.compacted_at is None:
             totals.compacted_at = record.index
         if totals.compacted_at is not None:
@@ -278,6 +311,14 @@ class Meter:
         totals.pairing += sum(violation.rule in _PAIRING for violation in violations)
         totals.bad_requests += bool(violations)
         totals.rules.update(violation.rule for violation in violations)
+        # The strict double is slow on long requests: it judges those that are not the
+        # previous request with the trace's next messages appended (those add only what the
+        # trace holds, the same for every policy).
+        rebuilt = previous is None or common < len(previous) or summary_output is not None
+        if self.strict is not None and (rebuilt or folded):
+            problems = self.strict.problems(messages)
+            totals.strict_bad += bool(problems)
+            totals.strict_rules.update(problems)
         # context retained
         for message in history[self._seen :]:
             for key, weight in self._pieces.of(message):

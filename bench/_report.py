@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from _compaction_report import format_compaction
+from _compaction_traces import format_compaction_traces
 from _evaluation import BREAK, HEADLINE, Evaluation
 from _findings import format_findings
 from _tables import format_overhead, format_trace_overview, format_trace_table
 from _targets import format_cache_analysis, format_targets
+from _tuning import format_tuning
 
 __all__ = ["format_report"]
 
@@ -126,6 +128,11 @@ def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
     out += ["", *_plot(plots, "bench-overhead.png")]
     out += ["## Compaction", "", provenance, ""]
     out += format_compaction(evaluation)
+    out += ["", "## Compaction on every trace", "", provenance, ""]
+    out += format_compaction_traces(evaluation)
+    if evaluation.tuning is not None:
+        out += ["", "## Choosing the compaction defaults", "", provenance, ""]
+        out += format_tuning(evaluation.tuning)
     out += ["", "## Every trace", "", provenance, ""]
     out += format_trace_overview(evaluation)
     out += [

@@ -142,6 +142,10 @@ class Run:
     parts_ms: dict[str, list[float]]
     store_entries: int | None = None  # edited messages in the policy's store at the end
     steps: Counter[str] = field(default_factory=Counter)  # a session's actions, by step
+    asks: int = 0  # in-band asks
+    reasks: int = 0  # in-band asks on a request that folded or the one right after
+    pauses: list[tuple[str, int]] = field(default_factory=list)  # (pause or resume, length)
+    length: int = 0  # the history length at the last request
 
 
 def make_case(
@@ -211,7 +215,17 @@ class _Clock:
         return value
 
 
-def _policy(name: str, info: ContextWindowInfo, counter: Ruler, system: Any) -> Policy:
+STRICT = frozenset({WINDOWKEEPER, CLINE_CONDENSE, WK_COMPACT, WK_INBAND, WK_LEDGER})
+"""Policies whose requests the strict API double also judges (it is slow on long requests)."""
+
+
+def _policy(
+    name: str,
+    info: ContextWindowInfo,
+    counter: Ruler,
+    system: Any,
+    settings: dict[str, Any] | None = None,
+) -> Policy:
     if name in (CLINE, CLINE_RECORDED):
         return ClinePolicy(info)
     if name == WINDOWKEEPER:  # the default session, judging requests by a ruler of its own
@@ -227,12 +241,13 @@ def _policy(name: str, info: ContextWindowInfo, counter: Ruler, system: Any) -> 
         )
         policy.summaries = summaries  # type: ignore[attr-defined]
         return policy
+    given = settings or {}
     if name == WK_COMPACT:
-        return SessionPolicy(info, "out-of-band", counter=counter, system=system)
+        return SessionPolicy(info, "out-of-band", counter=counter, system=system, **given)
     if name == WK_LEDGER:
-        return SessionPolicy(info, "ledger", counter=counter, system=system)
+        return SessionPolicy(info, "ledger", counter=counter, system=system, **given)
     if name == WK_INBAND:
-        return SessionPolicy(info, "in-band", counter=counter, system=system)
+        return SessionPolicy(info, "in-band", counter=counter, system=system, **given)
     if name == LC_SUMMARY and SummarizationPolicy is not None:
         return SummarizationPolicy(info, system=system)
     raise ValueError(f"unknown policy {name!r}")
@@ -276,16 +291,20 @@ def run(
     *,
     measure: bool = True,
     upto: int | None = None,
+    settings: dict[str, Any] | None = None,
+    strict: bool | None = None,
 ) -> Run:
     """Replay ``case`` at ``choice`` under ``policy_name``, request by request.
 
     ``measure=False`` only times the calls (no metrics between them); ``upto`` stops before the
-    first request past that history length.
+    first request past that history length; ``settings`` are given to a windowkeeper
+    compaction session (``in_band_at``, ``keep_recent_tokens``); ``strict``: whether the strict
+    API double judges the requests (default: for the policies of :data:`STRICT`).
     """
     history = case.history
     ruler = Ruler()
     counter = Ruler()  # counts as the replay's ruler does; its own, so its time can be taken
-    policy = _policy(policy_name, choice.info, counter, case.system)
+    policy = _policy(policy_name, choice.info, counter, case.system, settings)
     call, parts = _install_clocks(policy, counter)
     part_times: dict[str, list[float]] = {name: [] for name in parts}
     usage = "recorded" if policy_name == CLINE_RECORDED else "estimated"
@@ -299,8 +318,15 @@ def run(
         system=case.system,
     )
     meter = Meter(
-        window=choice.window, limit=choice.info.max_allowed_size, ruler=ruler, system=case.system
+        window=choice.window,
+        limit=choice.info.max_allowed_size,
+        ruler=ruler,
+        system=case.system,
+        strict=policy_name in STRICT if strict is None else strict,
+        history=history,
     )
+    folds: list[bool] | None = getattr(policy, "folded", None)
+    last = 0
     gc.collect()
     summaries: Summaries | None = getattr(policy, "summaries", None)
     model = getattr(policy, "model", None)  # the LangChain peer's fake chat model
@@ -308,6 +334,7 @@ def run(
     for length in request_points(history):
         if upto is not None and length > upto:
             break
+        last = length
         first = len(replayer.records)
         sent, _ = replayer.request(length)
         elapsed = call.take()
@@ -332,6 +359,11 @@ def run(
             for record in replayer.records[first:]:  # the request, then its follow-ups
                 assert current is not None
                 output = in_band.pop(0) if record.condense is CondenseStep.SUMMARIZE else None
+                folded = (
+                    folds.pop(0)
+                    if folds
+                    else folds is None and record.condense is CondenseStep.CONTINUATION
+                )
                 meter.add(
                     history[:length],
                     current,
@@ -339,6 +371,7 @@ def run(
                     retained_messages=retained,
                     elapsed_ms=elapsed if current is sent else None,
                     summary_output=output,
+                    folded=folded,
                 )
                 current = current.follow_up
             for input_tokens, output_tokens in out_of_band:
@@ -346,13 +379,27 @@ def run(
         else:
             meter.totals.times_ms.append(elapsed)
             meter.totals.lengths.append(length)
+        if folds is not None:
+            folds.clear()
     manager = getattr(policy, "manager", None)
     session = getattr(policy, "session", None)
     if session is not None:
         manager = session.manager
     entries = len(manager.store) if manager is not None else None
     steps = Counter(getattr(policy, "steps", {}))
-    return Run(case.name, policy_name, choice, meter.totals, part_times, entries, steps)
+    return Run(
+        case.name,
+        policy_name,
+        choice,
+        meter.totals,
+        part_times,
+        entries,
+        steps,
+        asks=getattr(policy, "asks", 0),
+        reasks=getattr(policy, "reasks", 0),
+        pauses=list(getattr(policy, "pauses", [])),
+        length=last,
+    )
 
 
 def _answer(ruler: Ruler, text: str) -> int:

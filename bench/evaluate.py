@@ -5,12 +5,16 @@ Run with ``make bench`` (which installs the bench-only extra, langchain-core, fi
 traces missing there are skipped) and the demo conversation under cline, windowkeeper, LangChain's
 ``trim_messages`` and observation masking, and the compaction policies (cline's auto-condense,
 windowkeeper's compaction in three shapes, LangChain's ``SummarizationMiddleware``; see
-``bench/_compaction_report.py``) at three windows; times each policy's per-request call
+``bench/_compaction_report.py``) at three windows, with compaction's figures on every trace at
+every window (``bench/_compaction_traces.py``); chooses the compaction defaults on part of the
+corpus and reports them on the rest (``bench/_tuning.py``); times each policy's per-request call
 on the 443-message trace and on a generated 5,000-message session; and writes
 ``docs/benchmarks.md`` and ``docs/bench-*.png``. The traces are read where they are, never
 copied. Options: ``--docs DIR`` writes elsewhere; ``--rounds N`` sets the timing replays per
 window on the 443-message trace (default 5); ``--messages N`` sizes the generated session
-(default 5,000; 0 skips it).
+(default 5,000; 0 skips it); ``--no-tune`` skips the procedure that chooses the compaction
+defaults on part of the corpus and reports them on the rest (``bench/_tuning.py``, a few
+minutes).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from _runner import (
     windows_for,
 )
 from _traces import ROOT
+from _tuning import tune
 from windowkeeper import context_window_info
 
 GROWTH_WINDOW = 200_000
@@ -131,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path, default=ROOT / "docs")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--messages", type=int, default=5000)
+    parser.add_argument(
+        "--no-tune",
+        dest="tune",
+        action="store_false",
+        help="skip the procedure that chooses the compaction defaults (bench/_tuning.py)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     cases = load_cases()
@@ -143,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         timing, parts = time_headline(headline, windows[headline.name], runs, args.rounds)
         print("  timed the 443-message trace", file=sys.stderr)
     growth = time_growth(args.messages) if args.messages > 0 else None
+    tuning = tune(cases, windows, runs) if args.tune else None
     evaluation = Evaluation(
         machine=machine(),
         command="make bench",
@@ -154,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         timing_parts=parts,
         timing_rounds=args.rounds,
         growth=growth,
+        tuning=tuning,
     )
     args.docs.mkdir(parents=True, exist_ok=True)
     plots = plot_all(evaluation, args.docs)

@@ -159,3 +159,104 @@ def test_report_renders(tmp_path: Path) -> None:
     report = format_report(evaluation, [])
     assert "## Targets for windowkeeper's default policy" in report
     assert report.count("| --- |") >= 4
+
+
+class TestCompactionFigures:
+    def test_todo_state_is_the_latest_call(self) -> None:
+        """Cline's task_progress, a todo tool and Roo Code's XML each give the latest items."""
+        from _frontier import TodoTracker
+
+        tracker = TodoTracker()
+        tracker.extend(
+            [
+                {"role": "user", "content": "go"},
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": "a",
+                            "name": "read_file",
+                            "input": {"path": "x", "task_progress": "- [ ] one\n- [ ] two"},
+                        }
+                    ],
+                },
+            ]
+        )
+        assert tracker.items == ["- [ ] one", "- [ ] two"]
+        tracker.extend(
+            [
+                {
+                    "role": "assistant",
+                    "content": "<update_todo_list>\n<todos>\n[x] one\n[-] two\n</todos>\n"
+                    "</update_todo_list>",
+                },
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": "b", "name": "read_file", "input": {"todos": []}}
+                    ],
+                },
+            ]
+        )
+        assert tracker.items == ["[x] one", "[-] two"]  # "todos" of a non-todo tool: ignored
+        tracker.extend(
+            [
+                {
+                    "role": "assistant",
+                    "content": [
+                        {
+                            "type": "tool_use",
+                            "id": "c",
+                            "name": "TodoWrite",
+                            "input": {"todos": [{"content": "ship it", "status": "pending"}]},
+                        }
+                    ],
+                }
+            ]
+        )
+        assert tracker.items == ["ship it"]
+
+    def test_strict_double_judges_what_our_validator_may_miss(self) -> None:
+        """The double accepts a valid request and rejects an unanswered tool_use."""
+        from _doubles import StrictDouble
+
+        judge = StrictDouble("system prompt")
+        call = {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}}
+        result = {"type": "tool_result", "tool_use_id": "t1", "content": "body"}
+        valid = [
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [result]},
+        ]
+        assert judge.problems(valid) == []
+        assert judge.problems([*valid[:2], {"role": "user", "content": "next"}])
+
+    def test_off_for_good_needs_the_history_to_grow(self) -> None:
+        """A pause left unresumed counts only when the trace grew past the resume point."""
+        from _compaction_traces import off_for_good
+        from _metrics import Totals
+        from _runner import Run
+
+        def at(pauses: list[tuple[str, int]], length: int) -> bool:
+            return off_for_good(Run("t", "p", CHOICE, Totals(), {}, pauses=pauses, length=length))
+
+        assert not at([], 500)
+        assert not at([("summarize-paused", 100)], 119)
+        assert at([("summarize-paused", 100)], 120)
+        assert not at([("summarize-paused", 100), ("summarize-resumed", 120)], 400)
+
+    def test_compaction_runs_measure_folds_and_refusals(self) -> None:
+        """An in-band replay of the tiny trace: folds checked, no refusal the default sends."""
+        from _compaction_traces import SettingFigures
+
+        default = run(CASE, CHOICE, WINDOWKEEPER)
+        inband = run(CASE, CHOICE, "windowkeeper-inband")
+        figures = SettingFigures(inband, default, None)
+        assert inband.totals.requests >= len(request_points(HISTORY))
+        assert figures.folds == len(inband.totals.fold_checks) > 0
+        assert figures.refused_sent_by_default == 0
+        # the generated session signs every thinking block "x", so the double can hold only
+        # one of them as issued: that rule apart, the double accepts every request
+        assert set(inband.totals.strict_rules) <= {"thinking_signature"}
+        assert all(0.0 <= r <= 1.0 for r in inband.totals.summary_previous_read)

@@ -1,0 +1,226 @@
+"""How the compaction defaults are chosen: on part of the corpus, reported on the rest.
+
+The procedure (leave one trace out): for each real trace of the corpus in turn, the other
+traces choose each setting, and the held-out trace reports what the choice gives there. Each
+setting is swept alone, the others at their defaults:
+
+- ``in_band_at``: the share of the limit past which an in-band session asks for a summary;
+- the verbatim tail a fold keeps (``keep_recent_tokens``), as a share of the limit (at most
+  8,000 tokens, as the default);
+- the continuation's budget, as a share of the limit (the session's ``_BUDGET_SHARE``, set
+  for the replay only: it is not an argument).
+
+A candidate is *admissible* on a set of traces when, on every one of their settings (each
+window), the in-band session sends nothing over the window, refuses nothing the default
+session sends, asks on no request that folded, and carries the latest instruction, every
+edited file and the latest todo state after every fold. Among the admissible candidates the
+choice is the one with the lowest median billed cost against cline's auto-condense over those
+settings; ties go to the lower maximum, then to the current default. With none admissible,
+the candidate with the fewest failed settings is taken, then by cost as above.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from _compaction_traces import SettingFigures
+from _runner import CLINE_CONDENSE, WINDOWKEEPER, WK_INBAND, Case, Run, WindowChoice, run
+from _tables import table
+from windowkeeper.session import _compaction
+
+__all__ = ["SWEEPS", "Tuning", "format_tuning", "tune"]
+
+DEFAULT_AT = 0.85
+DEFAULT_KEEP = 0.25
+DEFAULT_BUDGET = 0.25
+KEEP_CAP = 8_000
+SWEEPS: dict[str, tuple[float, ...]] = {
+    "in_band_at": (0.75, 0.8, 0.85, 0.9, 0.95),
+    "keep_recent_tokens share": (0.15, 0.25, 0.35),
+    "continuation budget share": (0.15, 0.25, 0.35),
+}
+DEFAULTS = {
+    "in_band_at": DEFAULT_AT,
+    "keep_recent_tokens share": DEFAULT_KEEP,
+    "continuation budget share": DEFAULT_BUDGET,
+}
+Runs = dict[tuple[str, int, str], Run]
+
+
+@contextlib.contextmanager
+def _budget(share: float) -> Iterator[None]:
+    """The continuation budget share for the replays inside (restored after)."""
+    saved = _compaction._BUDGET_SHARE
+    _compaction._BUDGET_SHARE = share
+    try:
+        yield
+    finally:
+        _compaction._BUDGET_SHARE = saved
+
+
+def _replay(case: Case, choice: WindowChoice, setting: str, value: float) -> Run:
+    settings: dict[str, float | int] = {}
+    if setting == "in_band_at":
+        settings["in_band_at"] = value
+    elif setting == "keep_recent_tokens share":
+        settings["keep_recent_tokens"] = min(KEEP_CAP, int(choice.info.max_allowed_size * value))
+    with _budget(value if setting == "continuation budget share" else DEFAULT_BUDGET):
+        return run(case, choice, WK_INBAND, settings=settings, strict=False)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One candidate on one trace: per window, whether it is admissible, and its cost ratio."""
+
+    admissible: list[bool] = field(default_factory=list)
+    ratios: list[float] = field(default_factory=list)
+
+
+def _outcome(figures: SettingFigures) -> tuple[bool, float | None]:
+    ok = (
+        figures.over_window == 0
+        and figures.refused_sent_by_default == 0
+        and figures.reasks == 0
+        and all(share is None or share >= 1.0 for share in figures.fold_shares.values())
+    )
+    return ok, figures.ratio
+
+
+@dataclass(slots=True)
+class Tuning:
+    """Every candidate's outcome per trace, and the leave-one-trace-out choices."""
+
+    traces: list[str]
+    outcomes: dict[tuple[str, float, str], Outcome] = field(default_factory=dict)
+    """(setting, value, trace) -> outcome."""
+
+    def score(self, setting: str, value: float, traces: Sequence[str]) -> tuple[int, float, float]:
+        """(failed settings, median ratio, max ratio) of a candidate over ``traces``."""
+        failed, ratios = 0, []
+        for trace in traces:
+            outcome = self.outcomes[setting, value, trace]
+            failed += sum(not ok for ok in outcome.admissible)
+            ratios += outcome.ratios
+        if not ratios:
+            return failed, 0.0, 0.0
+        return failed, statistics.median(ratios), max(ratios)
+
+    def choose(self, setting: str, traces: Sequence[str]) -> float:
+        """The candidate the procedure picks on ``traces``."""
+        default = DEFAULTS[setting]
+        return min(
+            SWEEPS[setting],
+            key=lambda value: (*self.score(setting, value, traces), value != default),
+        )
+
+
+def tune(cases: Sequence[Case], windows: dict[str, list[WindowChoice]], runs: Runs) -> Tuning:
+    """Replay the in-band session with every candidate of every sweep on every real trace."""
+    real = [case for case in cases if case.name != "demo"]
+    tuning = Tuning([case.name for case in real])
+    for setting, values in SWEEPS.items():
+        for value in values:
+            for case in real:
+                outcome = Outcome()
+                for choice in windows[case.name]:
+                    default = runs.get((case.name, choice.nominal, WINDOWKEEPER))
+                    condense = runs.get((case.name, choice.nominal, CLINE_CONDENSE))
+                    if (
+                        value == DEFAULTS[setting]
+                        and (
+                            case.name,
+                            choice.nominal,
+                            WK_INBAND,
+                        )
+                        in runs
+                    ):
+                        replayed = runs[case.name, choice.nominal, WK_INBAND]
+                    else:
+                        replayed = _replay(case, choice, setting, value)
+                    ok, ratio = _outcome(SettingFigures(replayed, default, condense))
+                    outcome.admissible.append(ok)
+                    if ratio is not None:
+                        outcome.ratios.append(ratio)
+                tuning.outcomes[setting, value, case.name] = outcome
+            print(f"  tuned {setting} = {value:g}", file=sys.stderr)
+    return tuning
+
+
+def _cell(score: tuple[int, float, float]) -> str:
+    failed, median, worst = score
+    return f"{median:.3f} / {worst:.3f}" + (f" ({failed} failed)" if failed else "")
+
+
+def format_tuning(tuning: Tuning) -> list[str]:
+    """The procedure's Markdown: every candidate on the whole corpus, then the held-out folds."""
+    lines = [
+        "The procedure (`bench/_tuning.py`): each setting of the in-band session is swept"
+        " alone, the others at their defaults, and chosen by leaving one trace out: the other"
+        " real traces choose, the held-out trace reports. A candidate is admissible on a set of"
+        " traces when, at every window of each, it sends nothing over the window, refuses"
+        " nothing the default session sends, asks on no request that folded and carries the"
+        " latest instruction, every edited file and the latest todo state after every fold;"
+        " among the admissible ones the lowest median billed cost against cline auto-condense"
+        " wins (ties: the lower maximum, then the current default); with none admissible, the"
+        " fewest failed settings first. The demo conversation takes no part.",
+        "",
+    ]
+    for setting, values in SWEEPS.items():
+        default = DEFAULTS[setting]
+        lines += [f"#### `{setting}` (default {default:g})", ""]
+        rows = []
+        for value in values:
+            label = f"**{value:g}**" if value == default else f"{value:g}"
+            rows.append(
+                [label, _cell(tuning.score(setting, value, tuning.traces))]
+                + [_cell(tuning.score(setting, value, [trace])) for trace in tuning.traces]
+            )
+        lines += table(
+            ["value", "all traces: median / max vs cline-condense"]
+            + [f"`{trace}`" for trace in tuning.traces],
+            rows,
+        )
+        picks = []
+        held: list[float] = []
+        held_default: list[float] = []
+        for trace in tuning.traces:
+            rest = [other for other in tuning.traces if other != trace]
+            chosen = tuning.choose(setting, rest)
+            outcome = tuning.outcomes[setting, chosen, trace]
+            baseline = tuning.outcomes[setting, default, trace]
+            held += outcome.ratios
+            held_default += baseline.ratios
+            failed = sum(not ok for ok in outcome.admissible)
+            picks.append(
+                f"`{trace}` held out: {chosen:g} chosen; there"
+                f" {_cell(tuning.score(setting, chosen, [trace]))}"
+                + (" (admissible)" if not failed else "")
+            )
+        counts = dict.fromkeys(values, 0)
+        for trace in tuning.traces:
+            counts[tuning.choose(setting, [t for t in tuning.traces if t != trace])] += 1
+        majority = max(values, key=lambda value: (counts[value], value == default))
+        verdict = (
+            f"the procedure keeps the default, {default:g}"
+            if majority == default
+            else f"the procedure picks {majority:g}, not the current default {default:g}"
+        )
+        if not held or not held_default:
+            lines += ["", "No setting had a cline-condense cost to compare with.", ""]
+            continue
+        lines += [
+            "",
+            "Leave one trace out: " + "; ".join(picks) + ".",
+            "",
+            f"Held out, over every trace's windows: median {statistics.median(held):.3f}×,"
+            f" max {max(held):.3f}× cline-condense with the values chosen without the trace,"
+            f" against {statistics.median(held_default):.3f}× / {max(held_default):.3f}× with"
+            f" the default. Chosen on {counts[majority]} of {len(tuning.traces)} folds:"
+            f" {verdict}.",
+            "",
+        ]
+    return lines
