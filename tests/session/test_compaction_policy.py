@@ -563,3 +563,39 @@ class TestOpenAIShape:
         for request in prepared:
             assert validate_openai(request.messages) == []
             assert request.messages[-1]["role"] in ("user", "tool")
+
+
+def test_a_model_that_thinks_on_every_turn_still_gets_summaries() -> None:
+    """Every assistant turn continues a thinking tool loop: the fold cuts inside one, at an
+    assistant message that keeps its own thinking (before, no summary was ever asked for)."""
+
+    def turn(i: int) -> list[dict[str, Any]]:
+        return [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": f"think {i}", "signature": f"sig{i}"},
+                    {
+                        "type": "tool_use",
+                        "id": f"t{i}",
+                        "name": "read_file",
+                        "input": {"path": f"f{i}.py"},
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "x" * 4000}],
+            },
+        ]
+
+    calls: list[Any] = []
+    session = _session(20_000, summarize=lambda request: calls.append(request) or "SUMMARY")
+    session.append({"role": "user", "content": "Task: read the files."})
+    for i in range(40):
+        session.extend(turn(i))
+        request = session.prepare(max_output_tokens=500)
+        _valid(request)
+        if "summarize" in _steps(request):
+            assert request.messages[3]["content"][0]["type"] == "thinking"
+    assert calls

@@ -92,9 +92,23 @@ def fold_point(view: Sequence[Message], start: int, keep_recent_tokens: int) -> 
 
     The tail keeps the latest user turn whole and the answer it replies to, and at least
     ``keep_recent_tokens`` of the most recent messages; the cut is before an assistant message,
-    so no tool_use is parted from its results (they are in the message after it), and never
-    inside a thinking tool loop. At least one message past ``start`` must be folded.
+    so no tool_use is parted from its results (they are in the message after it), and not
+    inside a thinking tool loop where a cut outside one exists. When every assistant message
+    continues such a loop (a model that thinks on every turn), the cut is made inside one: the
+    assistant message it opens at keeps its own thinking blocks, which is what the API asks of
+    the last turn of a loop. At least one message past ``start`` must be folded.
     """
+    clean = _fold_point(view, start, keep_recent_tokens, inside_loops=False)
+    return (
+        clean
+        if clean is not None
+        else _fold_point(view, start, keep_recent_tokens, inside_loops=True)
+    )
+
+
+def _fold_point(
+    view: Sequence[Message], start: int, keep_recent_tokens: int, *, inside_loops: bool
+) -> int | None:
     ceiling = newest_turn(view).start - 1  # the answer the newest turn replies to
     tail = sum(_size(view[index]) for index in range(ceiling, len(view)))
     for index in range(ceiling, max(start, 2), -1):
@@ -103,7 +117,8 @@ def fold_point(view: Sequence[Message], start: int, keep_recent_tokens: int) -> 
         if (
             tail >= keep_recent_tokens
             and index - 1 >= max(start, 2)
-            and _opens_cleanly(view, index)
+            and view[index].get("role") == "assistant"
+            and (inside_loops or _opens_cleanly(view, index))
         ):
             return index
     return None
