@@ -2,9 +2,11 @@
 
 A faithful, then improved, port of the Cline coding agent's context manager. Messages are plain
 dicts in the Anthropic Messages shape; nothing windowkeeper is given is ever modified.
-"""
 
-from __future__ import annotations
+The errors and ``__version__`` are loaded with the package; every other name is imported from its
+module on first use (PEP 562 ``__getattr__``), so ``import windowkeeper`` costs almost nothing and
+``from windowkeeper import ContextManager`` loads only what the manager needs.
+"""
 
 from ._errors import (
     ConfigurationError,
@@ -18,35 +20,85 @@ from ._errors import (
     WindowkeeperError,
 )
 from ._version import __version__
-from .cline._compaction import Compaction, compact_conversation_for_context_window
-from .cline._manager import ContextManager, ContextResult, FileReadOptimization
-from .core._file_reads import ClineReadDetector, ReadDetector
-from .core._messages import MessageInput, SystemPrompt
-from .core._overwrites import CorruptStoreError, EditType, OverwriteStore, Update
-from .core._pairing import ensure_tool_results_follow_tool_use
-from .core._truncation import Keep
-from .core._usage import TokenUsage
-from .core._window import ContextWindowInfo, context_window_info
-from .rules._anthropic import Violation, validate_messages
-from .session._models import (
-    ModelInfo,
-    ModelTableError,
-    UnknownModelWarning,
-    lookup_model,
-    model_window,
-)
-from .session._sdk import MessageLike, UsageInput, usage_from_sdk
-from .session._session import Checkpoint, ContextSession, Prepared, Synced
-from .session._tokens import CalibratedEstimator, TokenCounter
-from .storage import (
-    ConcurrentUpdateError,
-    LoadReport,
-    LoadStatus,
-    SessionStore,
-    SQLiteStore,
-    StorageError,
-    TaskFolderStore,
-)
+
+# typing (with re and enum) and importlib would cost more than the rest of the import: type
+# checkers read the block below, and a name is loaded with the __import__ builtin.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .cline._compaction import Compaction, compact_conversation_for_context_window
+    from .cline._manager import ContextManager, ContextResult, FileReadOptimization
+    from .core._file_reads import ClineReadDetector, ReadDetector
+    from .core._messages import MessageInput, SystemPrompt
+    from .core._overwrites import CorruptStoreError, EditType, OverwriteStore, Update
+    from .core._pairing import ensure_tool_results_follow_tool_use
+    from .core._truncation import Keep
+    from .core._usage import TokenUsage
+    from .core._window import ContextWindowInfo, context_window_info
+    from .rules._anthropic import Violation, validate_messages
+    from .session._models import (
+        ModelInfo,
+        ModelTableError,
+        UnknownModelWarning,
+        lookup_model,
+        model_window,
+    )
+    from .session._sdk import MessageLike, UsageInput, usage_from_sdk
+    from .session._session import Checkpoint, ContextSession, Prepared, Synced
+    from .session._tokens import CalibratedEstimator, TokenCounter
+    from .storage import (
+        ConcurrentUpdateError,
+        LoadReport,
+        LoadStatus,
+        SessionStore,
+        SQLiteStore,
+        StorageError,
+        TaskFolderStore,
+    )
+
+# Where each lazily loaded name lives (the imports above, for type checkers and readers).
+_LAZY: dict[str, str] = {
+    "Compaction": ".cline._compaction",
+    "compact_conversation_for_context_window": ".cline._compaction",
+    "ContextManager": ".cline._manager",
+    "ContextResult": ".cline._manager",
+    "FileReadOptimization": ".cline._manager",
+    "ClineReadDetector": ".core._file_reads",
+    "ReadDetector": ".core._file_reads",
+    "MessageInput": ".core._messages",
+    "SystemPrompt": ".core._messages",
+    "CorruptStoreError": ".core._overwrites",
+    "EditType": ".core._overwrites",
+    "OverwriteStore": ".core._overwrites",
+    "Update": ".core._overwrites",
+    "ensure_tool_results_follow_tool_use": ".core._pairing",
+    "Keep": ".core._truncation",
+    "TokenUsage": ".core._usage",
+    "ContextWindowInfo": ".core._window",
+    "context_window_info": ".core._window",
+    "Violation": ".rules._anthropic",
+    "validate_messages": ".rules._anthropic",
+    "ModelInfo": ".session._models",
+    "ModelTableError": ".session._models",
+    "UnknownModelWarning": ".session._models",
+    "lookup_model": ".session._models",
+    "model_window": ".session._models",
+    "MessageLike": ".session._sdk",
+    "UsageInput": ".session._sdk",
+    "usage_from_sdk": ".session._sdk",
+    "Checkpoint": ".session._session",
+    "ContextSession": ".session._session",
+    "Prepared": ".session._session",
+    "Synced": ".session._session",
+    "CalibratedEstimator": ".session._tokens",
+    "TokenCounter": ".session._tokens",
+    "ConcurrentUpdateError": ".storage",
+    "LoadReport": ".storage",
+    "LoadStatus": ".storage",
+    "SessionStore": ".storage",
+    "SQLiteStore": ".storage",
+    "StorageError": ".storage",
+    "TaskFolderStore": ".storage",
+}
 
 __all__ = [
     "CalibratedEstimator",
@@ -101,3 +153,17 @@ __all__ = [
     "usage_from_sdk",
     "validate_messages",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name from its module the first time it is asked for, then keep it."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(__import__(module[1:], globals(), None, (name,), 1), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -22,8 +22,6 @@ The builtin mixed in lets callers catch the error they already expect (``ValueEr
 well as ours.
 """
 
-from __future__ import annotations
-
 
 class WindowkeeperError(Exception):
     """Root of every error windowkeeper raises on purpose."""

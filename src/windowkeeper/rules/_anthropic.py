@@ -390,7 +390,9 @@ class ToolUseInUser(_MessageRule):
             if kind in _TOOL_USES:
                 where = f"{turn.path}.content[{position}]"
                 detail = f"a {kind} block in a user message"
-                found.append((turn.index, IDS, position, Violation(where, TOOL_USE_IN_USER, detail)))
+                found.append(
+                    (turn.index, IDS, position, Violation(where, TOOL_USE_IN_USER, detail))
+                )
         return found
 
 
