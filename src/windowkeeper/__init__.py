@@ -9,14 +9,21 @@ module on first use (PEP 562 ``__getattr__``), so ``import windowkeeper`` costs 
 """
 
 from ._errors import (
+    ConcurrentUpdateError,
     ConfigurationError,
     ContextOverflowError,
+    CorruptStoreError,
     InvalidRangeError,
     InvalidUsageError,
     MalformedMessageError,
+    ModelTableError,
+    PlotUnavailableError,
     StepError,
+    StorageError,
     TaskFolderError,
     TraceError,
+    UnknownModelWarning,
+    UnreadableFileError,
     WindowkeeperError,
 )
 from ._version import __version__
@@ -26,34 +33,25 @@ from ._version import __version__
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .cline._compaction import Compaction, compact_conversation_for_context_window
-    from .cline._manager import ContextManager, ContextResult, FileReadOptimization
-    from .core._file_reads import ClineReadDetector, ReadDetector
-    from .core._messages import MessageInput, SystemPrompt
-    from .core._overwrites import CorruptStoreError, EditType, OverwriteStore, Update
+    from .cline._manager import ContextManager, ContextResult, FileReadOptimization, TaskDir
+    from .core._file_reads import ClineReadDetector, ReadDetector, ReadScan
+    from .core._messages import Message, MessageInput, SystemPrompt
+    from .core._overwrites import EditType, OverwriteStore, Update
     from .core._pairing import ensure_tool_results_follow_tool_use
-    from .core._truncation import Keep
-    from .core._usage import TokenUsage
+    from .core._truncation import DeletedRange, Keep
+    from .core._usage import TokenUsage, UsageLike
     from .core._window import ContextWindowInfo, context_window_info
+    from .formats._wire import Repair
     from .rules._anthropic import Violation, validate_messages
-    from .session._models import (
-        ModelInfo,
-        ModelTableError,
-        UnknownModelWarning,
-        lookup_model,
-        model_window,
-    )
+    from .session._clipping import Clip
+    from .session._models import ModelInfo, lookup_model, model_window
+    from .session._native_reads import NativeReadDetector
     from .session._sdk import MessageLike, UsageInput, usage_from_sdk
     from .session._session import Checkpoint, ContextSession, Prepared, Synced
-    from .session._tokens import CalibratedEstimator, TokenCounter
-    from .storage import (
-        ConcurrentUpdateError,
-        LoadReport,
-        LoadStatus,
-        SessionStore,
-        SQLiteStore,
-        StorageError,
-        TaskFolderStore,
-    )
+    from .session._summary import AsyncSummarizer, Summarizer, SummaryRequest
+    from .session._tokens import CalibratedEstimator, ThinkingPolicy, TokenCounter
+    from .storage import LoadReport, LoadStatus, SessionStore, SQLiteStore, TaskFolderStore
+    from .storage.postgres import PostgresStore
 
 # Where each lazily loaded name lives (the imports above, for type checkers and readers).
 _LAZY: dict[str, str] = {
@@ -62,26 +60,31 @@ _LAZY: dict[str, str] = {
     "ContextManager": ".cline._manager",
     "ContextResult": ".cline._manager",
     "FileReadOptimization": ".cline._manager",
+    "TaskDir": ".cline._manager",
     "ClineReadDetector": ".core._file_reads",
     "ReadDetector": ".core._file_reads",
+    "ReadScan": ".core._file_reads",
+    "Message": ".core._messages",
     "MessageInput": ".core._messages",
     "SystemPrompt": ".core._messages",
-    "CorruptStoreError": ".core._overwrites",
     "EditType": ".core._overwrites",
     "OverwriteStore": ".core._overwrites",
     "Update": ".core._overwrites",
     "ensure_tool_results_follow_tool_use": ".core._pairing",
+    "DeletedRange": ".core._truncation",
     "Keep": ".core._truncation",
     "TokenUsage": ".core._usage",
+    "UsageLike": ".core._usage",
     "ContextWindowInfo": ".core._window",
     "context_window_info": ".core._window",
+    "Repair": ".formats._wire",
     "Violation": ".rules._anthropic",
     "validate_messages": ".rules._anthropic",
+    "Clip": ".session._clipping",
     "ModelInfo": ".session._models",
-    "ModelTableError": ".session._models",
-    "UnknownModelWarning": ".session._models",
     "lookup_model": ".session._models",
     "model_window": ".session._models",
+    "NativeReadDetector": ".session._native_reads",
     "MessageLike": ".session._sdk",
     "UsageInput": ".session._sdk",
     "usage_from_sdk": ".session._sdk",
@@ -89,21 +92,26 @@ _LAZY: dict[str, str] = {
     "ContextSession": ".session._session",
     "Prepared": ".session._session",
     "Synced": ".session._session",
+    "AsyncSummarizer": ".session._summary",
+    "Summarizer": ".session._summary",
+    "SummaryRequest": ".session._summary",
     "CalibratedEstimator": ".session._tokens",
+    "ThinkingPolicy": ".session._tokens",
     "TokenCounter": ".session._tokens",
-    "ConcurrentUpdateError": ".storage",
     "LoadReport": ".storage",
     "LoadStatus": ".storage",
-    "SessionStore": ".storage",
     "SQLiteStore": ".storage",
-    "StorageError": ".storage",
+    "SessionStore": ".storage",
     "TaskFolderStore": ".storage",
+    "PostgresStore": ".storage.postgres",
 }
 
 __all__ = [
+    "AsyncSummarizer",
     "CalibratedEstimator",
     "Checkpoint",
     "ClineReadDetector",
+    "Clip",
     "Compaction",
     "ConcurrentUpdateError",
     "ConfigurationError",
@@ -113,6 +121,7 @@ __all__ = [
     "ContextSession",
     "ContextWindowInfo",
     "CorruptStoreError",
+    "DeletedRange",
     "EditType",
     "FileReadOptimization",
     "InvalidRangeError",
@@ -121,27 +130,39 @@ __all__ = [
     "LoadReport",
     "LoadStatus",
     "MalformedMessageError",
+    "Message",
     "MessageInput",
     "MessageLike",
     "ModelInfo",
     "ModelTableError",
+    "NativeReadDetector",
     "OverwriteStore",
+    "PlotUnavailableError",
+    "PostgresStore",
     "Prepared",
     "ReadDetector",
+    "ReadScan",
+    "Repair",
     "SQLiteStore",
     "SessionStore",
     "StepError",
     "StorageError",
+    "Summarizer",
+    "SummaryRequest",
     "Synced",
     "SystemPrompt",
+    "TaskDir",
     "TaskFolderError",
     "TaskFolderStore",
+    "ThinkingPolicy",
     "TokenCounter",
     "TokenUsage",
     "TraceError",
     "UnknownModelWarning",
+    "UnreadableFileError",
     "Update",
     "UsageInput",
+    "UsageLike",
     "Violation",
     "WindowkeeperError",
     "__version__",

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._errors import TaskFolderError
+from .._errors import ConfigurationError, TaskFolderError
 from ..core._messages import Message
 from ._files import (
     CONTEXT_HISTORY_FILE,
@@ -291,7 +291,7 @@ class TaskFolderStore:
             _writable(self.folder / name)  # fail here, before anything is written
         stored = len(self._ends) - 1
         if not 0 <= commit.keep <= stored:
-            raise ValueError(f"commit keeps {commit.keep} of {stored} stored messages")
+            raise ConfigurationError(f"commit keeps {commit.keep} of {stored} stored messages")
         encoded = [encode_message(message) for message in commit.append]
         ends = self._ends[: commit.keep + 1]
         for position, data in enumerate(encoded, commit.keep):

@@ -147,7 +147,7 @@ class SQLiteStore:
                 return int(found)  # a retry of this very commit: it went through
             raise ConcurrentUpdateError(self.name, commit.base_version, int(found))
         if not 0 <= commit.keep <= length:
-            raise ValueError(f"commit keeps {commit.keep} of {length} stored messages")
+            raise ConfigurationError(f"commit keeps {commit.keep} of {length} stored messages")
         version = int(found) + 1
         connection.execute(
             "DELETE FROM wk_messages WHERE task_id = ? AND position >= ?",
