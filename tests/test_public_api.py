@@ -164,6 +164,15 @@ ERRORS = {
 }
 
 
+def test_the_readers_return_a_public_type() -> None:
+    """What every transcript reader returns is importable from the transcripts package."""
+    from windowkeeper import transcripts
+    from windowkeeper.transcripts import claude_code
+
+    assert {"RecordedRequest", "Transcript"} <= set(transcripts.__all__)
+    assert claude_code.read_claude_code.__annotations__["return"] == "Transcript"
+
+
 class TestErrors:
     """Every error is defined in ``windowkeeper._errors``; the old import paths still work."""
 
