@@ -75,6 +75,8 @@ EXPECTED = {
     "ThinkingPolicy",
     "UnreadableFileError",
     "UsageLike",
+    "Ledger",
+    "Sighting",
 }
 
 # Names SPEC.md promises at the top level; they must stay whatever else changes.

@@ -34,7 +34,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .cline._compaction import Compaction, compact_conversation_for_context_window
     from .cline._manager import ContextManager, ContextResult, FileReadOptimization, TaskDir
-    from .core._file_reads import ClineReadDetector, ReadDetector, ReadScan
+    from .core._file_reads import ClineReadDetector, ReadDetector, ReadScan, Sighting
     from .core._messages import Message, MessageInput, SystemPrompt
     from .core._overwrites import EditType, OverwriteStore, Update
     from .core._pairing import ensure_tool_results_follow_tool_use
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .formats._wire import Repair
     from .rules._anthropic import Violation, validate_messages
     from .session._clipping import Clip
+    from .session._ledger import Ledger
     from .session._models import ModelInfo, lookup_model, model_window
     from .session._native_reads import NativeReadDetector
     from .session._sdk import MessageLike, UsageInput, usage_from_sdk
@@ -64,6 +65,7 @@ _LAZY: dict[str, str] = {
     "ClineReadDetector": ".core._file_reads",
     "ReadDetector": ".core._file_reads",
     "ReadScan": ".core._file_reads",
+    "Sighting": ".core._file_reads",
     "Message": ".core._messages",
     "MessageInput": ".core._messages",
     "SystemPrompt": ".core._messages",
@@ -81,6 +83,7 @@ _LAZY: dict[str, str] = {
     "Violation": ".rules._anthropic",
     "validate_messages": ".rules._anthropic",
     "Clip": ".session._clipping",
+    "Ledger": ".session._ledger",
     "ModelInfo": ".session._models",
     "lookup_model": ".session._models",
     "model_window": ".session._models",
@@ -127,6 +130,7 @@ __all__ = [
     "InvalidRangeError",
     "InvalidUsageError",
     "Keep",
+    "Ledger",
     "LoadReport",
     "LoadStatus",
     "MalformedMessageError",
@@ -145,6 +149,7 @@ __all__ = [
     "Repair",
     "SQLiteStore",
     "SessionStore",
+    "Sighting",
     "StepError",
     "StorageError",
     "Summarizer",

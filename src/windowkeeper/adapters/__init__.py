@@ -37,7 +37,7 @@ from ..core._window import ContextWindowInfo
 from ..session._session import ContextSession, Prepared, Synced
 from ..storage import SessionStore
 
-__all__: list[str] = []
+__all__ = ["SessionFactory", "StoreFactory"]  # the factories the adapters take
 
 T = TypeVar("T")
 
