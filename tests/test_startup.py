@@ -122,6 +122,17 @@ class TestLazyNames:
         )
         assert loaded == [False, True, True]
 
+    def test_a_subpackage_is_an_attribute_as_before(self) -> None:
+        """``windowkeeper.storage`` works without importing it first, as when the import loaded it."""
+        found = run_child(
+            """
+            import json
+            import windowkeeper
+            print(json.dumps([windowkeeper.storage.__name__, windowkeeper.session.__name__]))
+            """
+        )
+        assert found == ["windowkeeper.storage", "windowkeeper.session"]
+
     def test_an_unknown_name_is_an_attribute_error(self) -> None:
         """A name the package does not have raises AttributeError, as for any module."""
         with pytest.raises(AttributeError, match="no attribute 'Nope'"):

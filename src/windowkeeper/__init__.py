@@ -54,6 +54,21 @@ if TYPE_CHECKING:
     from .storage import LoadReport, LoadStatus, SessionStore, SQLiteStore, TaskFolderStore
     from .storage.postgres import PostgresStore
 
+_SUBPACKAGES = frozenset(
+    {
+        "adapters",
+        "cli",
+        "cline",
+        "core",
+        "formats",
+        "rules",
+        "session",
+        "storage",
+        "tools",
+        "transcripts",
+    }
+)
+
 # Where each lazily loaded name lives (the imports above, for type checkers and readers).
 _LAZY: dict[str, str] = {
     "Compaction": ".cline._compaction",
@@ -184,6 +199,10 @@ __all__ = [
 def __getattr__(name: str) -> object:
     """Import a public name from its module the first time it is asked for, then keep it."""
     module = _LAZY.get(name)
+    if module is None and name in _SUBPACKAGES:
+        # ``windowkeeper.storage`` without importing it first, as when the import loaded it.
+        __import__(f"{__name__}.{name}")
+        return globals()[name]
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(__import__(module[1:], globals(), None, (name,), 1), name)
