@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint fix typecheck pytest bench mutants clean
+.PHONY: demo test test-deep lint fix typecheck pytest bench mutants clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ pytest: $(STAMP)
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --cov --cov-report=term --cov-fail-under=$(COVERAGE_MIN)
 
 test: lint typecheck pytest
+
+# The nightly profile: the law suites and the state machines at full depth (HYPOTHESIS_PROFILE=deep,
+# see tests/conftest.py), without coverage; `make test` and CI run the smaller default counts.
+test-deep: $(STAMP)
+	HYPOTHESIS_PROFILE=deep $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 # The evaluation (docs/benchmarks.md and its plots); needs the bench-only extra (langchain-core).
 bench: $(STAMP)

@@ -12,13 +12,22 @@ _CHECKOUT = Path(__file__).resolve().parent.parent
 
 # Property tests run on shared 2-core machines: no per-example deadline, no "generation is slow"
 # health check (a busy machine trips it), and in CI a fixed seed so a run is reproducible.
-settings.register_profile(
-    "windowkeeper",
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-    derandomize=os.environ.get("CI") == "true",
-)
-settings.load_profile("windowkeeper")
+# Two depths: "windowkeeper", the default of `make test` and CI, and "deep" (HYPOTHESIS_PROFILE=deep,
+# `make test-deep`, nightly), where the law suites and the state machines run at full depth.
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or "windowkeeper"
+_COMMON = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow],
+    "derandomize": os.environ.get("CI") == "true",
+}
+settings.register_profile("windowkeeper", max_examples=60, **_COMMON)
+settings.register_profile("deep", max_examples=1_000, **_COMMON)
+settings.load_profile(PROFILE)
+
+
+def examples(default: int, deep: int) -> int:
+    """An explicit example count (or step count) for the profile in use: ``deep`` when nightly."""
+    return deep if PROFILE == "deep" else default
 
 
 def shared_path(*parts: str) -> Path:

@@ -59,6 +59,24 @@ EXPECTED = {
     "context_window_info",
     "ensure_tool_results_follow_tool_use",
     "validate_messages",
+    # Named by the README, the docs or the annotations of public signatures (issue 21).
+    "AsyncSummarizer",
+    "Clip",
+    "DeletedRange",
+    "Message",
+    "NativeReadDetector",
+    "PlotUnavailableError",
+    "PostgresStore",
+    "ReadScan",
+    "Repair",
+    "Summarizer",
+    "SummaryRequest",
+    "TaskDir",
+    "ThinkingPolicy",
+    "UnreadableFileError",
+    "UsageLike",
+    "Ledger",
+    "Sighting",
 }
 
 # Names SPEC.md promises at the top level; they must stay whatever else changes.
@@ -106,6 +124,21 @@ class TestAll:
             if isinstance(value, type) or inspect.isfunction(value):
                 assert value.__module__.startswith("windowkeeper"), name
 
+    def test_lazy_names_are_their_modules_objects(self) -> None:
+        """A name loaded on first use is the very object its module defines."""
+        for name, module in windowkeeper._LAZY.items():
+            defined = importlib.import_module(module, "windowkeeper")
+            assert getattr(windowkeeper, name) is getattr(defined, name), name
+
+    def test_lazy_and_eager_names_are_the_surface(self) -> None:
+        """Each exported name is either an error or the version, loaded with the package, or
+        listed for loading on first use; never both."""
+        from windowkeeper import _errors
+
+        eager = {name for name in windowkeeper.__all__ if hasattr(_errors, name)} | {"__version__"}
+        assert eager.isdisjoint(windowkeeper._LAZY)
+        assert eager | set(windowkeeper._LAZY) == set(windowkeeper.__all__)
+
     def test_version_is_a_string(self) -> None:
         """``__version__`` is a dotted version string."""
         assert isinstance(windowkeeper.__version__, str)
@@ -121,3 +154,63 @@ class TestAll:
         ]
         assert len(errors) >= 6
         assert all(issubclass(error, windowkeeper.WindowkeeperError) for error in errors)
+
+
+ERRORS = {
+    "ConcurrentUpdateError": ("windowkeeper.storage", "windowkeeper.storage._protocol"),
+    "CorruptStoreError": ("windowkeeper.core._overwrites",),
+    "ModelTableError": ("windowkeeper.session._models",),
+    "PlotUnavailableError": ("windowkeeper.tools._plot",),
+    "StorageError": ("windowkeeper.storage", "windowkeeper.storage._protocol"),
+    "UnknownModelWarning": ("windowkeeper.session._models",),
+}
+
+
+def test_the_readers_return_a_public_type() -> None:
+    """What every transcript reader returns is importable from the transcripts package."""
+    from windowkeeper import transcripts
+    from windowkeeper.transcripts import claude_code
+
+    assert {"RecordedRequest", "Transcript"} <= set(transcripts.__all__)
+    assert claude_code.read_claude_code.__annotations__["return"] == "Transcript"
+
+
+class TestErrors:
+    """Every error is defined in ``windowkeeper._errors``; the old import paths still work."""
+
+    def test_every_error_class_is_defined_in_one_module(self) -> None:
+        """No module of the package but ``_errors`` defines a public exception class."""
+        import pkgutil
+
+        found = []
+        for info in pkgutil.walk_packages(windowkeeper.__path__, "windowkeeper."):
+            if info.name.startswith(("windowkeeper.adapters.", "windowkeeper.cli")) or (
+                info.name.endswith("__main__")
+            ):
+                continue  # the adapters import their frameworks, the cli click; __main__ runs
+            module = importlib.import_module(info.name)
+            for name, value in vars(module).items():
+                if (
+                    isinstance(value, type)
+                    and issubclass(value, windowkeeper.WindowkeeperError)
+                    and value.__module__ != "windowkeeper._errors"
+                ):
+                    found.append(f"{info.name}.{name}")
+        assert found == []
+
+    def test_old_import_paths_give_the_same_class(self) -> None:
+        """Code that imported an error from the module that used to define it still gets it."""
+        for name, modules in ERRORS.items():
+            for module in modules:
+                assert getattr(importlib.import_module(module), name) is getattr(
+                    windowkeeper, name
+                ), (module, name)
+
+    def test_one_name_for_a_file_that_cannot_be_read(self) -> None:
+        """The three older names of "cannot read this file" are the one class, under its name."""
+        unreadable = windowkeeper.UnreadableFileError
+        assert windowkeeper.TaskFolderError is unreadable
+        assert windowkeeper.TraceError is unreadable
+        assert windowkeeper.CorruptStoreError is unreadable
+        assert unreadable.__name__ == "UnreadableFileError"
+        assert issubclass(unreadable, ValueError)

@@ -1,8 +1,10 @@
 """What start-up loads: ``import windowkeeper`` and ``windowkeeper --help``, each in a fresh interpreter.
 
 These tests state the structure that keeps start-up fast, never a time (bench/bench_import.py
-measures that): the library imports no tool, no click and no module it needs only later; the
-model table is read on the first lookup; ``--help`` builds the command table without the tools.
+measures that): ``import windowkeeper`` loads the errors and the version only, every other public
+name is imported on first use; the library imports no tool, no click and no module it needs only
+later; the model table is read on the first lookup; ``--help`` builds the command table without
+the library or the tools.
 """
 
 from __future__ import annotations
@@ -71,17 +73,83 @@ def under(modules: set[str], *packages: str) -> list[str]:
     return sorted(m for m in modules if any(m == p or m.startswith(f"{p}.") for p in packages))
 
 
-class TestImport:
-    """``import windowkeeper`` loads the library and what it needs at once, nothing more."""
+LIBRARY = """
+    import json, sys
+    from windowkeeper import ContextSession
+    print(json.dumps(sorted(sys.modules)))
+"""
 
-    def test_no_layer_above_the_library(self, imported: set[str]) -> None:
+
+@pytest.fixture(scope="module")
+def library() -> set[str]:
+    """The modules loaded by ``from windowkeeper import ContextSession``: the library at work."""
+    return set(run_child(LIBRARY))
+
+
+class TestLazyNames:
+    """``import windowkeeper`` loads two small modules; each public name loads its own on use."""
+
+    def test_the_import_loads_the_errors_and_the_version(self, imported: set[str]) -> None:
+        """Of windowkeeper's modules, the bare import loads the package, its errors and version."""
+        assert under(imported, "windowkeeper") == [
+            "windowkeeper",
+            "windowkeeper._errors",
+            "windowkeeper._version",
+        ]
+
+    def test_the_import_loads_no_heavy_stdlib_module(self) -> None:
+        """dataclasses (with inspect and ast), json, re, enum, pathlib and typing wait for a name
+        that uses them."""
+        # Printed without json, which would load re and enum itself.
+        show = "print('[' + ','.join(f'\"{name}\"' for name in sorted(sys.modules)) + ']')"
+        bare = set(run_child(f"import sys\n{show}"))
+        loaded = set(run_child(f"import sys\nimport windowkeeper\n{show}"))
+        heavy = {"dataclasses", "inspect", "ast", "json", "re", "enum", "pathlib", "typing"}
+        assert heavy & (loaded - bare) == set()
+
+    def test_a_name_is_loaded_once_and_kept(self) -> None:
+        """The first access imports the name's module; the value is then an attribute like any."""
+        loaded = run_child(
+            """
+            import json, sys
+            import windowkeeper
+            before = "windowkeeper.core._usage" in sys.modules
+            first = windowkeeper.TokenUsage
+            kept = "TokenUsage" in vars(windowkeeper)
+            from windowkeeper.core._usage import TokenUsage
+            print(json.dumps([before, kept, first is TokenUsage]))
+            """
+        )
+        assert loaded == [False, True, True]
+
+    def test_a_subpackage_is_an_attribute_as_before(self) -> None:
+        """``windowkeeper.storage`` works without importing it first, as when the import loaded it."""
+        found = run_child(
+            """
+            import json
+            import windowkeeper
+            print(json.dumps([windowkeeper.storage.__name__, windowkeeper.session.__name__]))
+            """
+        )
+        assert found == ["windowkeeper.storage", "windowkeeper.session"]
+
+    def test_an_unknown_name_is_an_attribute_error(self) -> None:
+        """A name the package does not have raises AttributeError, as for any module."""
+        with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+            _ = windowkeeper.Nope  # type: ignore[attr-defined]
+
+
+class TestImport:
+    """The library at work loads what it needs, nothing more."""
+
+    def test_no_layer_above_the_library(self, library: set[str]) -> None:
         """The tools, the transcripts, the adapters and the command stay unloaded."""
         layers = ("tools", "transcripts", "adapters", "cli")
-        assert under(imported, *(f"windowkeeper.{layer}" for layer in layers)) == []
+        assert under(library, *(f"windowkeeper.{layer}" for layer in layers)) == []
 
-    def test_no_click(self, imported: set[str]) -> None:
+    def test_no_click(self, library: set[str]) -> None:
         """click is the command's: the library never loads it."""
-        assert under(imported, "click") == []
+        assert under(library, "click") == []
 
     @pytest.mark.parametrize(
         "module",
@@ -95,13 +163,13 @@ class TestImport:
             "windowkeeper.storage.postgres",  # the optional extra
         ],
     )
-    def test_modules_needed_only_later(self, imported: set[str], module: str) -> None:
+    def test_modules_needed_only_later(self, library: set[str], module: str) -> None:
         """A module that only some calls need is imported by those calls."""
-        assert module not in imported
+        assert module not in library
 
-    def test_no_sqlite3(self, imported: set[str]) -> None:
+    def test_no_sqlite3(self, library: set[str]) -> None:
         """sqlite3 is loaded by the first SQLiteStore, not by the import."""
-        assert "sqlite3" not in imported
+        assert "sqlite3" not in library
 
     def test_the_model_table_is_read_on_the_first_lookup(self) -> None:
         """models.json is neither opened nor parsed by the import; the first lookup reads it once."""
@@ -114,6 +182,7 @@ class TestImport:
                 if event == "open" and str(args[0]).endswith("models.json") else None
             )
             import windowkeeper
+            from windowkeeper import ContextSession
             from windowkeeper.session import _models
             before = (len(opened), _models._builtin.cache_info().currsize)
             windowkeeper.lookup_model("claude-sonnet-4-5")
@@ -135,7 +204,7 @@ class TestImport:
                 callers.append(sys._getframe(1).f_globals.get("__name__"))
                 return compile_(pattern, flags)
             re.compile = counting
-            import windowkeeper
+            from windowkeeper import ContextSession
             print(json.dumps(callers))
             """
         )
@@ -164,6 +233,13 @@ class TestHelp:
         """Of windowkeeper's modules, --help adds the cli package to what the import loads."""
         added = under(helped - imported, "windowkeeper")
         assert added == ["windowkeeper.cli", "windowkeeper.cli._main"]
+
+    def test_the_window_limit_is_the_task_readers(self) -> None:
+        """--window's upper bound, written out in the command, is the task reader's limit."""
+        from windowkeeper.cli._main import MAX_WINDOW
+        from windowkeeper.cline._task import MAX_TOKEN_COUNT
+
+        assert MAX_WINDOW == MAX_TOKEN_COUNT
 
 
 class TestLateChoices:

@@ -232,7 +232,7 @@ def test_threads_have_their_own_sessions() -> None:
 
 
 def test_without_a_thread_id_one_default_session() -> None:
-    middleware = WindowkeeperMiddleware(context_window=WINDOW, default_thread_id="solo")
+    middleware = WindowkeeperMiddleware(context_window=WINDOW, default_conversation_id="solo")
     recorder = Recorder(middleware)
     model = ScriptedToolModel(messages=iter(()), steps=4, probe=recorder)
     agent = create_agent(model, tools=[read_file], system_prompt=SYSTEM, middleware=[middleware])

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from windowkeeper import TraceError
 from windowkeeper.cli._main import ProgressBar, cli
 from windowkeeper.core._notices import DUPLICATE_READ_NOTICE
 
@@ -401,7 +402,7 @@ class TestErrors:
         path.write_text("{broken", encoding="utf-8")
         result = run("inspect", path, "--debug")
         assert result.exit_code == 1
-        assert type(result.exception).__name__ == "TraceError"
+        assert isinstance(result.exception, TraceError)
 
     def test_forced_format(self, messages_file: Path) -> None:
         """``--format`` overrides detection; an impossible one is bad input."""

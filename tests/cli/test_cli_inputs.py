@@ -285,7 +285,10 @@ class TestSpecialFiles:
         fifo = tmp_path / "trace.json"
         os.mkfifo(fifo)
         done = run_python(LOAD.format(module="tools._trace", function="load_trace", path=str(fifo)))
-        assert done.stdout.strip() == f"TraceError {fifo}: not a regular file or a folder (a FIFO)"
+        assert (
+            done.stdout.strip()
+            == f"UnreadableFileError {fifo}: not a regular file or a folder (a FIFO)"
+        )
         cli_run = run_python(
             "import sys; sys.argv = ['windowkeeper', 'inspect', "
             f"{str(fifo)!r}]; from windowkeeper.cli._main import main; main()"
@@ -303,7 +306,7 @@ class TestSpecialFiles:
         os.mkfifo(folder / name)
         done = run_python(LOAD.format(module="cline", function="load_task", path=str(folder)))
         assert done.stdout.strip() == (
-            f"TaskFolderError {folder / name}: not a regular file (a FIFO)"
+            f"UnreadableFileError {folder / name}: not a regular file (a FIFO)"
         )
 
     def test_a_fifo_named_like_the_history(self, tmp_path: Path) -> None:
@@ -311,7 +314,10 @@ class TestSpecialFiles:
         fifo = tmp_path / API_HISTORY_FILE
         os.mkfifo(fifo)
         done = run_python(LOAD.format(module="tools._trace", function="load_trace", path=str(fifo)))
-        assert done.stdout.strip() == f"TraceError {fifo}: not a regular file or a folder (a FIFO)"
+        assert (
+            done.stdout.strip()
+            == f"UnreadableFileError {fifo}: not a regular file or a folder (a FIFO)"
+        )
 
 
 class TestRefusedByTheSession:

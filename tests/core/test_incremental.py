@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from windowkeeper.core._incremental import Growing, Seen, shared_prefix
 
+from ..conftest import examples
+
 OPERATIONS = st.lists(
     st.one_of(
         st.tuples(st.just("append"), st.integers(0, 3)),
@@ -46,7 +48,7 @@ def _apply(items: Growing, operation: tuple[str, int]) -> None:
         items.reverse()
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(100, deep=3_000))
 @given(st.integers(0, 10), OPERATIONS)
 def test_the_reported_prefix_is_never_too_long(start: int, operations: list[Any]) -> None:
     items = Growing(object() for _ in range(start))

@@ -12,11 +12,12 @@ from windowkeeper import MalformedMessageError, ensure_tool_results_follow_tool_
 from windowkeeper.core._messages import CheckMemo
 from windowkeeper.core._pairing import RepairMemo
 
+from ..conftest import examples
 from ..strategies import TR, TU, A, U, conversations
 
 
 class TestRepairMemo:
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=examples(60, deep=1_500), deadline=None)
     @given(st.lists(conversations(max_size=12), min_size=1, max_size=4))
     def test_same_result_as_the_pure_repair_across_calls(self, histories: list[list[dict]]) -> None:
         """Calls on growing and changing histories give what the pure function gives."""
@@ -71,7 +72,7 @@ class TestCheckMemo:
 
 
 class TestOverwriteMemo:
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=examples(40, deep=1_000), deadline=None)
     @given(conversations(min_size=3, max_size=12), st.lists(st.integers(0, 11), max_size=6))
     def test_same_result_as_without_the_memo(self, history: list[dict], edits: list[int]) -> None:
         """Edits recorded between calls show up exactly as a fresh manager renders them."""

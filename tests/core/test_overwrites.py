@@ -24,6 +24,7 @@ from windowkeeper import ContextManager, CorruptStoreError, EditType, OverwriteS
 from windowkeeper.core._overwrites import Block, Entry, Update, text_update
 
 from ..builders import A, T, U
+from ..conftest import examples
 
 TRUNCATION = (
     "[NOTE] Some previous conversation history with the user has been removed to maintain optimal"
@@ -514,7 +515,7 @@ class TestLaws:
         store.rollback(0)
         assert twin.to_json() == twin_text
 
-    @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=examples(40, deep=400), suppress_health_check=[HealthCheck.too_slow])
     @given(recordings())
     def test_load_of_save_is_the_store(self, calls: list[tuple[Any, ...]]) -> None:
         """What is saved loads back equal, and saves again to the same bytes."""
@@ -707,7 +708,7 @@ STAMPS = st.one_of(st.integers(-1, 301), st.sampled_from([0.5, 150.5, 1e300]))
 class TestAgainstJavaScript:
     """Odd files load, roll back and save exactly as JavaScript's own primitives do."""
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(100, deep=3_000), deadline=None)
     @given(text=FILES | st.sampled_from(list(ORIGINAL_FILES.values())), timestamp=STAMPS)
     def test_same_bytes_as_javascript(
         self, javascript: subprocess.Popen[str], text: str, timestamp: float

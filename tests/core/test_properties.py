@@ -20,12 +20,17 @@ from windowkeeper import (
 from windowkeeper.core._truncation import next_range
 from windowkeeper.rules._anthropic import TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED
 
+from ..conftest import examples
 from ..strategies import conversations, conversations_with_ranges, keeps
 
 Message = dict[str, Any]
 Range = tuple[int, int] | None
 
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=examples(60, deep=1_500),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 PAIRING_RULES = {TOOL_USE_UNANSWERED, TOOL_RESULT_UNKNOWN}
 OVER_THE_LIMIT = TokenUsage(tokens_in=500_000)  # more than twice any window used here
 

@@ -315,3 +315,22 @@ class TestFolderRepair:
         assert history == [TASK, message("assistant", "a"), message("user", "b")]
         TaskFolderStore(tmp_path / "new").commit(Commit(0, 0, [TASK], STATE, "[]"))
         assert (tmp_path / "new" / "api_conversation_history.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["folder", "sqlite"])
+def test_a_commit_keeping_more_than_is_stored_is_our_error(tmp_path: Path, kind: str) -> None:
+    """keep beyond the stored history is a ConfigurationError (still a ValueError); nothing is written."""
+    from windowkeeper import ConfigurationError
+
+    store: SessionStore = (
+        SQLiteStore(tmp_path / "tasks.db", "t1") if kind == "sqlite" else TaskFolderStore(tmp_path)
+    )
+    store.load()
+    store.commit(Commit(0, 0, [TASK], STATE, "[]"))
+    with pytest.raises(ConfigurationError, match="commit keeps 5 of 1 stored messages"):
+        store.commit(Commit(1, 5, [message("assistant", "ok")], STATE))
+    assert isinstance(ConfigurationError("x"), ValueError)
+    loaded = store.load()
+    assert loaded is not None
+    assert (loaded.version, loaded.history) == (1, [TASK])
+    store.close()

@@ -25,6 +25,7 @@ import math
 import os
 import re
 import threading
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,7 @@ from ..core._window import ContextWindowInfo
 from ..session._session import ContextSession, Prepared, Synced
 from ..storage import SessionStore
 
-__all__: list[str] = []
+__all__ = ["SessionFactory", "StoreFactory"]  # the factories the adapters take
 
 T = TypeVar("T")
 
@@ -47,6 +48,26 @@ estimate, left out of what the session sends, and put back by the adapter where 
 
 _RESERVED_OPTIONS = frozenset({"context_window", "model", "task_dir", "store", "format"})
 _SAFE_FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def default_conversation(value: str | None, old: str | None, old_name: str) -> str:
+    """The id of the conversation a call without one belongs to: ``default_conversation_id``, the
+    one name every adapter gives it, or the adapter's older keyword (``old_name``, deprecated)."""
+    name = "default_conversation_id"
+    if old is not None:
+        if value is not None:
+            raise ConfigurationError(f"give default_conversation_id or {old_name}, not both")
+        warnings.warn(
+            f"{old_name} is deprecated: use default_conversation_id",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        value, name = old, old_name
+    if value is None:
+        return "default"
+    if not isinstance(value, str):
+        raise ConfigurationError(f"{name} must be a string")
+    return value
 
 
 def folder_name(key: str) -> str:

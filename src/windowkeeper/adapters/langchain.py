@@ -73,6 +73,7 @@ from . import (
     SessionFactory,
     Sessions,
     StoreFactory,
+    default_conversation,
     is_opaque,
     jsonable,
     merge_blocks,
@@ -611,7 +612,7 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     id for :func:`windowkeeper.model_window`) sets the window; with neither, the window of the
     chat model's ``model_name``/``model`` is looked up when a thread starts. One session per
     thread id (``runtime.execution_info.thread_id``, else ``configurable.thread_id``; without
-    one, ``default_thread_id``), or per ``thread_key(request)`` when given. Persistence, at
+    one, ``default_conversation_id``; ``default_thread_id`` is its deprecated older name), or per ``thread_key(request)`` when given. Persistence, at
     most one of: ``task_root`` (one task folder per thread, ``task_root/<thread id>``),
     ``store_factory`` (``thread id -> SessionStore``), ``session_factory`` (``thread id ->
     ContextSession`` in the default Anthropic format, for full control). ``max_output_tokens``
@@ -632,7 +633,8 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         store_factory: StoreFactory | None = None,
         session_factory: SessionFactory | None = None,
         max_output_tokens: int | None = None,
-        default_thread_id: str = "default",
+        default_conversation_id: str | None = None,
+        default_thread_id: str | None = None,
         thread_key: Callable[[ModelRequest[Any]], str | None] | None = None,
         **session_options: Any,
     ) -> None:
@@ -645,8 +647,9 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             raise ConfigurationError(
                 f"max_output_tokens must be a non-negative int, got {max_output_tokens!r}"
             )
-        if not isinstance(default_thread_id, str):
-            raise ConfigurationError("default_thread_id must be a string")
+        default = default_conversation(
+            default_conversation_id, default_thread_id, "default_thread_id"
+        )
         self._sessions = Sessions(
             context_window=context_window,
             model=model,
@@ -656,7 +659,7 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             options=session_options,
         )
         self._max_output_tokens = max_output_tokens
-        self._default_thread = default_thread_id
+        self._default_thread = default
         self._thread_key = thread_key
         self._tools: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._tools_lock = threading.Lock()

@@ -68,12 +68,13 @@ from . import (
     SessionFactory,
     Sessions,
     StoreFactory,
+    default_conversation,
     folder_name,
     jsonable,
     usage_counts,
 )
 
-__all__ = ["WindowkeeperInputFilter", "WindowkeeperRunHooks"]
+__all__ = ["KeyFunction", "WindowkeeperInputFilter", "WindowkeeperRunHooks"]
 
 KeyFunction = Callable[[CallModelData[Any]], str | None]
 _SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -274,7 +275,8 @@ class WindowkeeperInputFilter:
     id for :func:`windowkeeper.model_window`) sets the window; with neither, the agent's model
     (``Agent.model``, a name or a model object's ``model``) is looked up when a conversation
     starts. One session per conversation: ``key(call_model_data)`` when it returns a string,
-    else the run's trace ``group_id``, else ``default_key``. Persistence, at most one of:
+    else the run's trace ``group_id``, else ``default_conversation_id`` (``default_key`` is its
+    deprecated older name). Persistence, at most one of:
     ``task_root`` (one task folder per conversation, ``task_root/<key>``), ``store_factory``
     (``key -> SessionStore``), ``session_factory`` (``key -> ContextSession(format="responses")``,
     for full control). ``max_output_tokens`` is reserved for the answer (default: the agent's
@@ -292,7 +294,8 @@ class WindowkeeperInputFilter:
         session_factory: SessionFactory | None = None,
         max_output_tokens: int | None = None,
         key: KeyFunction | None = None,
-        default_key: str = "default",
+        default_conversation_id: str | None = None,
+        default_key: str | None = None,
         **session_options: Any,
     ) -> None:
         if max_output_tokens is not None and (
@@ -305,8 +308,7 @@ class WindowkeeperInputFilter:
             )
         if key is not None and not callable(key):
             raise ConfigurationError(f"key must be callable, got {type(key).__name__}")
-        if not isinstance(default_key, str):
-            raise ConfigurationError("default_key must be a string")
+        default = default_conversation(default_conversation_id, default_key, "default_key")
         self._sessions = _ResponsesSessions(
             context_window=context_window,
             model=model,
@@ -317,7 +319,7 @@ class WindowkeeperInputFilter:
         )
         self._max_output_tokens = max_output_tokens
         self._key = key
-        self._default_key = default_key
+        self._default_key = default
         self._hooks = WindowkeeperRunHooks(self)
         self._schemas: dict[int, tuple[Any, tuple[Any, ...], list[dict[str, Any]]]] = {}
         self._schemas_lock = threading.Lock()

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from .._errors import WindowkeeperError
+from .._errors import CorruptStoreError
 from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
 from ._notices import TRUNCATION_NOTICE
 
@@ -39,10 +39,6 @@ __all__ = [
     "Update",
     "add_truncation_notice",
 ]
-
-
-class CorruptStoreError(WindowkeeperError, ValueError):
-    """A ``context_history.json`` text the original cannot load (not JSON, or not its layout)."""
 
 
 class EditType(IntEnum):

@@ -73,6 +73,7 @@ from ._extras import extras as _extras
 __all__ = [
     "NOTE_KEYS",
     "AnthropicConversation",
+    "TrackedConversation",
     "from_anthropic",
     "to_anthropic",
     "to_anthropic_tracked",

@@ -39,7 +39,7 @@ from functools import cache
 from os import PathLike
 from pathlib import Path
 
-from .._errors import WindowkeeperError
+from .._errors import ModelTableError, UnknownModelWarning
 from ..core._window import DEFAULT_CONTEXT_WINDOW, ContextWindowInfo, context_window_info
 
 __all__ = [
@@ -50,24 +50,6 @@ __all__ = [
     "lookup_model",
     "model_window",
 ]
-
-
-class ModelTableError(WindowkeeperError, ValueError):
-    """A model table entry or an override that cannot be used.
-
-    ``source`` names the file (or ``"overrides"``), ``entry`` the entry in it, e.g.
-    ``models[3] ('acme-1')``; the message reads ``<source>: <entry>: <problem>``.
-    """
-
-    def __init__(self, source: str, entry: str, problem: str) -> None:
-        super().__init__(f"{source}: {entry}: {problem}")
-        self.source = source
-        self.entry = entry
-        self.problem = problem
-
-
-class UnknownModelWarning(WindowkeeperError, UserWarning):  # noqa: N818 - a warning, not an error
-    """:func:`model_window` was given a model id no table knows; 128 000 tokens are assumed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, Protocol
 
 from .._errors import ConfigurationError, MalformedMessageError
-from ..core._messages import Message, check_message, shared_prefix
+from ..core._messages import Message, SystemPrompt, check_message, shared_prefix
 from ._images import MAX_IMAGE_TOKENS, image_dimensions, image_tokens
 
 __all__ = [
@@ -81,7 +81,7 @@ class TokenCounter(Protocol):
         self,
         messages: Sequence[Message],
         *,
-        system: Any = None,
+        system: SystemPrompt | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> int:
         """Estimated input tokens of a request with these messages, system prompt (str or list of text blocks) and tool definitions."""
@@ -91,7 +91,7 @@ class TokenCounter(Protocol):
         self,
         messages: Sequence[Message],
         *,
-        system: Any = None,
+        system: SystemPrompt | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         reported_input_tokens: int,
     ) -> None:
@@ -366,7 +366,7 @@ class CalibratedEstimator:
         self,
         messages: Sequence[Message],
         *,
-        system: Any = None,
+        system: SystemPrompt | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> int:
         """Estimated input tokens of a request with these messages, system prompt and tools."""
@@ -390,7 +390,7 @@ class CalibratedEstimator:
         self,
         messages: Sequence[Message],
         *,
-        system: Any = None,
+        system: SystemPrompt | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         reported_input_tokens: int,
     ) -> None:

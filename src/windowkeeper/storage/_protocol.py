@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from .._errors import WindowkeeperError
+from .._errors import ConcurrentUpdateError, StorageError
 from ..core._messages import Message
 
 __all__ = [
@@ -34,36 +34,6 @@ __all__ = [
     "StorageError",
     "copy_task",
 ]
-
-
-class StorageError(WindowkeeperError, OSError):
-    """A backend could not read or write what a session persists; nothing half-written stays."""
-
-
-class ConcurrentUpdateError(WindowkeeperError):
-    """Another writer committed to the task since this session read it; nothing was written.
-
-    ``task`` names the task (a folder or a task id), ``expected`` the version this session built
-    on and ``found`` the version the backend holds. Reload (``ContextSession.reload()``) or reopen
-    the task to continue from its state: until then the store, and the session that got this
-    error, refuse every further commit.
-
-    ``extended`` is True when the only change is that another program (Cline) appended messages
-    to the history file and left the messages this writer knew as they were: a session then
-    takes them in and applies its change after them.
-    """
-
-    def __init__(
-        self, task: str, expected: int, found: int, *, detail: str = "", extended: bool = False
-    ) -> None:
-        what = detail or f"another writer committed (version {found}) since this session read"
-        if not detail:
-            what += f" version {expected}"
-        super().__init__(f"{task}: {what}; nothing was written (reload the task to continue)")
-        self.task = task
-        self.expected = expected
-        self.found = found
-        self.extended = extended
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +87,9 @@ class SessionStore(Protocol):
         """Apply ``commit`` all or nothing; return the new version.
 
         Raises :class:`ConcurrentUpdateError` when ``commit.base_version`` is not the version
-        held, and :class:`StorageError` when the write failed (nothing of it is kept).
+        held, :class:`StorageError` when the write failed (nothing of it is kept), and
+        :class:`~windowkeeper.ConfigurationError` (a ``ValueError``) when ``commit.keep`` is not
+        between 0 and the number of messages stored.
         """
         ...
 

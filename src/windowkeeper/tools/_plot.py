@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._errors import WindowkeeperError
+from .._errors import PlotUnavailableError
 from ._replay import Replay, RequestRecord
 
 __all__ = ["PLOT_EXTRA", "PlotUnavailableError", "plot_replays"]
@@ -20,10 +20,6 @@ PLOT_EXTRA = "pip install 'windowkeeper[plot]'"
 """The command that installs what plotting needs."""
 
 _COLORS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b")
-
-
-class PlotUnavailableError(WindowkeeperError, ImportError):
-    """Matplotlib is not installed."""
 
 
 def plot_replays(

@@ -3,3 +3,9 @@
 One module per agent (Claude Code, Codex, Gemini CLI, OpenHands, Roo, SWE-agent);
 ``_detect`` tells them apart from a file's first records.
 """
+
+from __future__ import annotations
+
+from ._common import RecordedRequest, Transcript
+
+__all__ = ["RecordedRequest", "Transcript"]
