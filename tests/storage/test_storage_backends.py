@@ -20,7 +20,7 @@ from windowkeeper import (
     TaskFolderStore,
     validate_messages,
 )
-from windowkeeper.storage import Commit
+from windowkeeper.storage import Commit, SessionStore
 
 from .conftest import Factory
 
