@@ -51,6 +51,9 @@ DEFAULTS = {
 Runs = dict[tuple[str, int, str], Run]
 
 
+IN_BAND_NOTE = "Why the library keeps 0.85: the cost objective rewards asking less. At 0.95 the band between the ask and the limit (5 % of it, less the reserve and the instruction) is narrower than one typical turn, so most requests jump over it and the pre-flight folds with the ledger alone: fewer summaries are paid for, and fewer folds carry one. Until the admissibility rule also counts the share of folds that carry the model's summary, the default is not moved on this evidence alone."
+
+
 @contextlib.contextmanager
 def _budget(share: float) -> Iterator[None]:
     """The continuation budget share for the replays inside (restored after)."""
@@ -223,4 +226,6 @@ def format_tuning(tuning: Tuning) -> list[str]:
             f" {verdict}.",
             "",
         ]
+        if setting == "in_band_at" and majority != default:
+            lines += [IN_BAND_NOTE, ""]
     return lines
