@@ -322,3 +322,289 @@ def test_the_real_trace(trace: list[dict[str, Any]]) -> None:
     rendered = render_ledger(ledger)
     assert missing_items(rendered, ledger) == []
     assert len(rendered) < 12_000  # a few thousand tokens, for 443 messages
+
+
+PATCH = "*** Begin Patch\n*** Update File: app/models/invoice.py\n@@\n-a\n+b\n*** End Patch"
+
+
+class TestEditsOfEveryAgent:
+    """Files edited, as each agent's tool calls name them."""
+
+    @pytest.mark.parametrize(
+        ("calls", "edited"),
+        [
+            (  # Claude Code
+                [
+                    call("1", "Write", file_path="a.py", content="x"),
+                    call("2", "Edit", file_path="b.py", old_string="x", new_string="y"),
+                    call("3", "MultiEdit", file_path="c.py", edits=[]),
+                    call("4", "Bash", command="echo x > d.txt && sed -i s/a/b/ e.py"),
+                ],
+                ("a.py", "b.py", "c.py", "d.txt", "e.py"),
+            ),
+            (  # Codex: a free-form apply_patch, a shell argv, a patch through the shell
+                [
+                    call("1", "apply_patch", input=PATCH),
+                    call("2", "shell", command=["bash", "-lc", "cat <<'EOF' > f.md\nx\nEOF"]),
+                    call("3", "shell", command=["apply_patch", PATCH.replace("invoice", "tax")]),
+                ],
+                ("app/models/invoice.py", "f.md", "app/models/tax.py"),
+            ),
+            (  # OpenCode
+                [
+                    call("1", "apply_patch", patchText=PATCH),
+                    call("2", "edit", filePath="/w/g.ts", oldString="a", newString="b"),
+                    call("3", "write", filePath="/w/h.ts", content="x"),
+                ],
+                ("app/models/invoice.py", "/w/g.ts", "/w/h.ts"),
+            ),
+            (  # Gemini CLI
+                [
+                    call("1", "replace", file_path="/p/i.py", old_string="a", new_string="b"),
+                    call("2", "write_file", file_path="/p/j.py", content="x"),
+                    call("3", "run_shell_command", command="date | tee k.log"),
+                ],
+                ("/p/i.py", "/p/j.py", "k.log"),
+            ),
+            (  # Cline and Roo, native
+                [
+                    call("1", "write_to_file", absolutePath="/r/l.cs", content="x"),
+                    call("2", "replace_in_file", path="m.cs", diff="..."),
+                    call("3", "apply_diff", path="n.cs", diff="..."),
+                    call("4", "patch", patch="--- a/o.py\n+++ b/o.py\n@@\n-a\n+b\n"),
+                ],
+                ("/r/l.cs", "m.cs", "n.cs", "o.py"),
+            ),
+        ],
+    )
+    def test_native_calls(self, calls: list[dict[str, Any]], edited: tuple[str, ...]) -> None:
+        """Edit tools by their path keys, patch texts by their headers, shell writes."""
+        history = [U("task"), A(calls), U([TR(c["id"], "ok") for c in calls])]
+        assert build_ledger(history).files_edited == edited
+
+    def test_cline_xml_calls(self) -> None:
+        """Cline's and Roo's XML tool calls in assistant text: files, commands, the todo list."""
+        text = (
+            "I will write it.\n<write_to_file>\n<path>src/a.ts</path>\n<content>\n<path>nope</path>\n"
+            "</content>\n</write_to_file>\n<execute_command>\n<command>npm test > out.txt</command>\n"
+            "</execute_command>\n<apply_diff><args><file><path>b.ts</path><diff>x</diff></file>"
+            "<file><path>c.ts</path></file></args></apply_diff>\n"
+            "<update_todo_list>\n<todos>\n[x] Read the code\n[-] Write the fix\n</todos>\n</update_todo_list>"
+        )
+        ledger = build_ledger([U("task"), A(text)])
+        assert ledger.files_edited == ("src/a.ts", "out.txt", "b.ts", "c.ts")
+        assert ledger.commands == ("npm test > out.txt",)
+        assert ledger.todos == "[x] Read the code\n[-] Write the fix"
+
+
+class TestTodos:
+    @pytest.mark.parametrize(
+        ("name", "tool_input", "todos"),
+        [
+            (
+                "TodoWrite",
+                {
+                    "todos": [
+                        {"content": "Read", "status": "completed", "activeForm": "Reading"},
+                        {"content": "Fix", "status": "in_progress", "activeForm": "Fixing"},
+                        {"content": "Test", "status": "pending", "activeForm": "Testing"},
+                    ]
+                },
+                "- [x] Read\n- [-] Fix\n- [ ] Test",
+            ),
+            (
+                "update_plan",
+                {"explanation": "x", "plan": [{"step": "Patch", "status": "completed"}]},
+                "- [x] Patch",
+            ),
+            (
+                "write_todos",
+                {"todos": [{"description": "Port", "status": "cancelled"}]},
+                "- [cancelled] Port",
+            ),
+            ("todowrite", {"todos": []}, "(empty list)"),
+            ("update_todo_list", {"todos": "[x] One\n[ ] Two\n"}, "[x] One\n[ ] Two"),
+            (
+                "read_file",
+                {"path": "a", "task_progress": "- [x] Look\n- [ ] Fix"},
+                "- [x] Look\n- [ ] Fix",
+            ),
+        ],
+    )
+    def test_todo_calls(self, name: str, tool_input: dict[str, Any], todos: str) -> None:
+        """Each agent's todo / plan call, and Cline's task_progress, as a checklist."""
+        assert build_ledger([U("task"), A([call("1", name, **tool_input)])]).todos == todos
+
+    def test_the_latest_call_wins(self) -> None:
+        """The list is the latest call's; a plan-mode answer is no plan."""
+        history = [
+            U("task"),
+            A([call("1", "TodoWrite", todos=[{"content": "A", "status": "pending"}])]),
+            U([TR("1")]),
+            A([call("2", "TodoWrite", todos=[{"content": "A", "status": "completed"}])]),
+            U([TR("2")]),
+            A([call("3", "plan_mode_respond", response="Here is my plan")]),
+        ]
+        assert build_ledger(history).todos == "- [x] A"
+
+
+class TestErrors:
+    def test_the_last_failure_is_kept_until_the_same_call_succeeds(self) -> None:
+        """A failed call stays the last error through other successes; its own success clears it."""
+        history = [
+            U("task"),
+            A([call("1", "Bash", command="pytest -q")]),
+            U([{**TR("1", "2 failed"), "is_error": True}]),
+            A([call("2", "Bash", command="ls")]),
+            U([TR("2", "a.py")]),
+        ]
+        assert build_ledger(history).last_error == "Bash pytest -q: 2 failed"
+        history += [A([call("3", "Bash", command="pytest -q")]), U([TR("3", "5 passed")])]
+        assert build_ledger(history).last_error is None
+
+    @pytest.mark.parametrize(
+        ("result", "failed"),
+        [
+            ("Exit code: 1\nWall time: 0.2 seconds\nOutput:\nboom", True),
+            ('{"output": "ok", "metadata": {"exit_code": 0}}', False),
+            ("Command failed with exit code 2.\nOutput:\nnope", True),
+            ("[The command completed with exit code 0.]", False),
+            ("all good", False),
+        ],
+    )
+    def test_exit_codes(self, result: str, failed: bool) -> None:
+        """Exit codes and Cline's failure notice tell a failure without an is_error flag."""
+        history = [U("task"), A([call("1", "shell", command="make")]), U([TR("1", result)])]
+        assert (build_ledger(history).last_error is not None) is failed
+
+    def test_cline_text_results(self) -> None:
+        """Cline's text result of a failed command is an error until the command succeeds."""
+        failed = "[execute_command for 'npm test'] Result:\nCommand failed with exit code 1."
+        history = [U("task"), A("a"), U([T(failed)])]
+        assert build_ledger(history).last_error == (
+            "execute_command npm test: Command failed with exit code 1."
+        )
+        history += [A("b"), U([T("[execute_command for 'npm test'] Result:\nexit code 0")])]
+        assert build_ledger(history).last_error is None
+
+
+class TestInstructionsAfterResults:
+    WORDS = "Stop: use PostgreSQL 14, not SQLite."
+
+    @pytest.mark.parametrize(
+        "results",
+        [
+            [TR("1", "ok")],  # a native result (the OpenAI shape joins the next user message)
+            [T("[execute_command for 'ls'] Result:\na.py")],  # Cline's text result
+            [T("[read_file for 'a.py'] Result:\nprint(1)")],  # a file's contents in the header
+        ],
+    )
+    def test_words_after_a_result(self, results: list[dict[str, Any]]) -> None:
+        """A text after the results of the same message is the user's instruction."""
+        history = [U("task"), A([call("1", "Bash", command="ls")]), U([*results, T(self.WORDS)])]
+        ledger = build_ledger(history)
+        assert ledger.instructions == (self.WORDS,)
+        assert ledger.latest_instruction == self.WORDS
+
+    def test_clines_older_layout(self) -> None:
+        """A text that is only a header has its result in the next text: not instructions."""
+        history = [
+            U("task"),
+            A("a"),
+            U([T("[read_file for 'a.py'] Result:"), T("print(1)"), T(self.WORDS)]),
+        ]
+        assert build_ledger(history).instructions == (self.WORDS,)
+
+    def test_roos_long_header(self) -> None:
+        """Roo's header with a sentence inside the brackets is a header, and names the read."""
+        header = "[read_file for 'US.md'. Reading multiple files at once is better.] Result:"
+        ledger = build_ledger([U("task"), A("a"), U([T(f"{header}\n<files>x</files>")])])
+        assert ledger.instructions == ()
+        assert ledger.files_read == ("US.md",)
+
+
+class TestMachinery:
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "<system-reminder>\nThe todo list is empty.\n</system-reminder>",
+            "This session is being continued from a previous conversation that ran out of"
+            " context. The conversation is summarized below: ...",
+            "[Request interrupted by user for tool use]",
+            "[Request interrupted by user]",
+            "<environment_details>\n# Time\n</environment_details>",
+            "The user has provided feedback on the results. Consider their input.",
+            "Tool [read_file] was not executed because a tool has already been used.",
+            "Command failed with exit code 1.\nOutput:\nx",
+            "# TODO LIST UPDATE REQUIRED - You MUST include the task_progress parameter",
+        ],
+    )
+    def test_agent_texts_are_not_instructions(self, text: str) -> None:
+        """Reminders, continuation notices, interruption markers and Cline's notices."""
+        history = [U("task"), A([call("1", "Bash", command="ls")]), U([TR("1"), T(text)])]
+        assert build_ledger(history).instructions == ()
+        assert build_ledger([U("task"), A("a"), U(text)]).instructions == ()
+
+    def test_a_reminder_inside_the_users_text(self) -> None:
+        """An inserted reminder is removed; the user's words around it stay."""
+        text = "Fix the bug.\n<system-reminder>\nx\n</system-reminder>\nThen run the tests."
+        ledger = build_ledger([U("task"), A("a"), U(text)])
+        assert ledger.latest_instruction == "Fix the bug.\n\nThen run the tests."
+
+
+class TestLongInstruction:
+    def test_kept_whole_up_to_8000(self) -> None:
+        """An instruction of 8,000 characters is kept verbatim."""
+        words = "Fix route /api/v1/item now. " * 285 + "END"
+        assert len(words) <= 8_000
+        assert build_ledger([U("t"), A("a"), U(words)]).latest_instruction == words.strip()
+
+    def test_head_and_tail_beyond(self) -> None:
+        """Beyond 8,000 characters the head and the tail are kept, with the count of the cut."""
+        words = "HEAD " + "x" * 20_000 + " TAIL"
+        kept = build_ledger([U("t"), A("a"), U(words)]).latest_instruction
+        assert kept is not None
+        assert kept.startswith("HEAD ")
+        assert kept.endswith(" TAIL")
+        assert "\n[… 12,090 characters cut here …]\n" in kept
+        assert len(kept) <= 8_000
+
+
+def test_the_rendered_ledger() -> None:
+    """The exact render of a small Claude Code history with every section."""
+    history = [
+        U("Build the billing module."),
+        A(
+            [
+                T("Planning."),
+                call("1", "TodoWrite", todos=[{"content": "Models", "status": "in_progress"}]),
+                call("2", "apply_patch", patchText=PATCH),
+                call("3", "Bash", command="pytest -q > out.txt"),
+            ]
+        ),
+        U(
+            [
+                TR("1"),
+                TR("2"),
+                {**TR("3", "1 failed"), "is_error": True},
+                T("Use PostgreSQL 14."),
+                T("<system-reminder>x</system-reminder>"),
+            ]
+        ),
+    ]
+    assert render_ledger(build_ledger(history)) == "\n".join(
+        [
+            LEDGER_HEADING,
+            "Task (verbatim): Build the billing module.",
+            "User instructions after the task, oldest first (verbatim):",
+            "- Use PostgreSQL 14.",
+            "Latest user instruction: Use PostgreSQL 14.",
+            "Files edited: app/models/invoice.py, out.txt",
+            "Todo / plan list (latest):",
+            "  - [-] Models",
+            "Last unresolved error: Bash pytest -q > out.txt: 1 failed",
+            "Commands run (oldest first):",
+            "- `pytest -q > out.txt`",
+            "Last statement of the assistant: Planning.",
+        ]
+    )

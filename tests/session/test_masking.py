@@ -128,3 +128,48 @@ class TestMasking:
         }
         assert kinds == {"content", "input"}
         assert OverwriteStore.from_json(store.to_json()) == store
+
+
+PATCH = (
+    "*** Begin Patch\n*** Update File: src/billing/invoice.py\n"
+    + "+    total += line.amount\n" * 40
+    + "*** Add File: src/billing/tax.py\n+RATE = 0.2\n*** End Patch"
+)
+DIFF = "--- a/app/db.py\n+++ b/app/db.py\n@@ -1,40 +1,40 @@\n" + "-old line\n+new line\n" * 30
+
+
+class TestMaskedPatches:
+    def masked_input(self, tool_input: dict[str, Any]) -> Any:
+        history: list[dict[str, Any]] = [
+            {"role": "user", "content": "task"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "p", "name": "apply_patch", "input": tool_input}
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "p"}]},
+            *turn(1, "ok"),
+        ]
+        store = OverwriteStore()
+        mask_old_context(history, 1, store, 1_000, keep_recent=1)
+        return sent(history, store)[1]["content"][0]["input"]
+
+    def test_a_patch_keeps_the_names_of_its_files(self) -> None:
+        """A masked patch text (Codex "input", OpenCode "patchText") keeps its file headers."""
+        for key in ("input", "patchText"):
+            masked = self.masked_input({key: PATCH})
+            assert masked == {
+                key: "*** Update File: src/billing/invoice.py\n*** Add File: src/billing/tax.py\n"
+                "[windowkeeper: 1,082 characters removed to save context.]"
+            }
+
+    def test_a_unified_diff_keeps_its_plus_line(self) -> None:
+        """A masked unified diff keeps the ``+++`` line that names the file."""
+        masked = self.masked_input({"patch": DIFF})
+        assert masked["patch"].startswith("+++ b/app/db.py\n[windowkeeper: ")
+
+    def test_other_long_values_become_a_note(self) -> None:
+        """A long value that is no patch is replaced whole, as before."""
+        masked = self.masked_input({"content": "x = 1\n" * 100})
+        assert masked == {"content": "[windowkeeper: 600 characters removed to save context.]"}

@@ -161,6 +161,12 @@ def _user_words() -> re.Pattern[str]:
 
 
 @cache
+def _roo_header() -> re.Pattern[str]:
+    # Roo Code adds a sentence inside the brackets of some headers
+    return re.compile(r"\[([^\s\]]+) for '([^'\n]*)'[^\]\n]*\] Result:")
+
+
+@cache
 def _task_element() -> re.Pattern[str]:
     return re.compile(r"<task>\n?(.*?)\n?</task>", re.DOTALL)
 
@@ -475,7 +481,7 @@ class LedgerBuilder:
         answered its call already). True when the text is a header alone, whose result is the
         next text.
         """
-        header = _RESULT_HEADER.match(text)
+        header = _RESULT_HEADER.match(text) or _roo_header().match(text)
         if header is not None:
             tool = header.group(1)
             if answers:
@@ -512,7 +518,11 @@ class LedgerBuilder:
     def _header(self, tool: str, text: str, header: str) -> str:
         """Record what a Cline result header names; the key of the call it answers."""
         start, end = f"[{tool} for '", "'] Result:"
-        what = header[len(start) : -len(end)] if header.startswith(start) else ""
+        if header.startswith(start) and header.endswith(end):
+            what = header[len(start) : -len(end)]
+        else:  # Roo's "[read_file for 'x'. Reading multiple files ...] Result:"
+            roo = _roo_header().match(header)
+            what = roo.group(2) if roo is not None else ""
         key = f"{tool} {what}".strip()
         if tool == _COMMAND_TOOL:
             if what:
@@ -521,12 +531,13 @@ class LedgerBuilder:
                     self._edited.add(path, normalize_path(path))
             return key
         parsed = parse_header(text)
-        if parsed is None:
+        path = parsed.path if parsed is not None else what
+        if not path:
             return key
-        if parsed.tool == READ_TOOL:
-            self._read.add(parsed.path, normalize_path(parsed.path))
-        elif parsed.tool in EDIT_TOOLS or parsed.tool in self._edit_tools:
-            self._edited.add(parsed.path, normalize_path(parsed.path))
+        if tool == READ_TOOL:
+            self._read.add(path, normalize_path(path))
+        elif tool in EDIT_TOOLS or tool in self._edit_tools:
+            self._edited.add(path, normalize_path(path))
         return key
 
     def _instruction(self, text: str) -> None:

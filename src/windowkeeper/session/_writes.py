@@ -8,7 +8,8 @@ Two kinds of call change files without naming them in an input key of their own:
   lines of a unified diff (the ``--- a/path`` line when the file is deleted);
 - a shell command: the target of an output redirection (``> file``, ``>> file``, ``&> file``),
   the files of ``tee`` and of an in-place ``sed -i``. Here-document bodies are skipped, as are
-  ``/dev/...`` targets and descriptor duplications (``2>&1``).
+  ``/dev/...`` and Windows device targets (``> nul``), descriptor duplications (``2>&1``) and
+  targets known only when the command runs (``> $out``).
 
 Both are best-effort readings of what can be seen in the text; neither runs anything.
 """
@@ -109,9 +110,15 @@ def _tokens(line: str) -> list[str]:
         return line.split()
 
 
+_NOT_FILES = frozenset({"nul", "con", "prn", "aux"})  # Windows devices: "> nul"
+
+
 def _target(word: str) -> str | None:
-    if not word or word.startswith(("&", "/dev/", "$(", "`")) or word.isdigit():
+    """``word`` as a written file, or None for a descriptor, a device or an expansion."""
+    if not word or word.startswith(("&", "/dev/")) or word.isdigit():
         return None
+    if "$" in word or "`" in word or word.casefold() in _NOT_FILES:
+        return None  # known only when the command runs
     return word
 
 
