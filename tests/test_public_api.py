@@ -121,3 +121,13 @@ class TestAll:
         ]
         assert len(errors) >= 6
         assert all(issubclass(error, windowkeeper.WindowkeeperError) for error in errors)
+
+
+class TestToolsSurface:
+    """``windowkeeper.tools`` exports the report and nothing else."""
+
+    def test_tools_all_is_the_report(self) -> None:
+        """The report's function, its text form and its price model are the tools' surface."""
+        tools = importlib.import_module("windowkeeper.tools")
+        assert tools.__all__ == ["PriceModel", "report", "report_html"]
+        assert all(callable(getattr(tools, name)) for name in tools.__all__)

@@ -205,5 +205,8 @@
 
   summary();
   data.policies.forEach(timeline);
+  // A link such as report.html#request=0-80 opens request 81 of the first policy.
+  const wanted = /^#request=(\d+)-(\d+)$/.exec(window.location.hash);
+  if (wanted && bars[Number(wanted[1])] && bars[Number(wanted[1])][Number(wanted[2])]) open(Number(wanted[1]), Number(wanted[2]));
   document.body.setAttribute("data-ready", "true");
 })();
