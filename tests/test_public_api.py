@@ -214,3 +214,11 @@ class TestErrors:
         assert windowkeeper.CorruptStoreError is unreadable
         assert unreadable.__name__ == "UnreadableFileError"
         assert issubclass(unreadable, ValueError)
+class TestToolsSurface:
+    """``windowkeeper.tools`` exports the report and nothing else."""
+
+    def test_tools_all_is_the_report(self) -> None:
+        """The report's function, its text form and its price model are the tools' surface."""
+        tools = importlib.import_module("windowkeeper.tools")
+        assert tools.__all__ == ["PriceModel", "report", "report_html"]
+        assert all(callable(getattr(tools, name)) for name in tools.__all__)

@@ -689,6 +689,47 @@ def _replays(
 
 
 @cli.command()
+@_path_argument
+@_format_option
+@_window_option
+@click.option(
+    "--policy",
+    "policies",
+    type=_LateChoice(_policies),
+    multiple=True,
+    help="Policy to show (repeat to compare; default: cline).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("report.html"),
+    show_default=True,
+    help="Where to write the HTML file.",
+)
+@_debug_option
+def report(
+    *,
+    path: Path,
+    trace_format: str | None,
+    window: int,
+    policies: tuple[str, ...],
+    output: Path,
+    debug: bool,
+) -> None:
+    """Write one self-contained HTML file: a timeline of every request, each one openable."""
+    from ..tools._report import report as write_report  # noqa: PLC0415 - loaded in its command
+    from ..tools._trace import load_trace  # noqa: PLC0415
+
+    with reported(debug):
+        trace = load_trace(path, trace_format)
+        write_report(
+            trace, output, window=window, policies=policies or (_DEFAULT_POLICY,), title=path.name
+        )
+    click.echo(f"wrote {output}")
+
+
+@cli.command()
 @click.option(
     "--plot",
     type=click.Path(dir_okay=False, path_type=Path),

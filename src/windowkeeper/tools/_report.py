@@ -1,0 +1,229 @@
+"""A self-contained HTML report of a replayed trace: a timeline per policy, each request openable.
+
+:func:`report` replays a history under one or more policies (as ``windowkeeper replay`` does,
+with the same numbers: each policy's :meth:`~windowkeeper.tools._replay.Replay.to_json` is
+embedded as it is) and writes one HTML file that needs nothing else: the page's script and
+styles are inline, the timeline is drawn as inline SVG, and the messages are embedded JSON that
+the script renders only for the request a reader opens, so a long task stays small in the DOM.
+
+Per request the page keeps what the replay measured and what the report adds: which history
+messages were sent (runs of indices), the messages whose content the policy changed (as sent),
+the usage that drove the decision (for the label of a hidden range), and the part of the request
+a prompt cache could reuse (the leading messages equal to the previous request's). Billed cost
+follows a :class:`PriceModel` (input price 1.0; reads and writes of the cache as multipliers).
+
+Nothing here prints; the file is written atomically.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..core._messages import Message
+from ..core._truncation import DeletedRange
+from ..core._usage import TokenUsage
+from ..storage._files import atomic_write_text
+from ._replay import PolicyName, Replayer, Sent, UsageSource, request_points
+from ._trace import Trace
+
+__all__ = ["PriceModel", "report", "report_html"]
+
+
+@dataclass(frozen=True, slots=True)
+class PriceModel:
+    """Prices per input token relative to an uncached input token (1.0)."""
+
+    cache_read: float = 0.1
+    cache_write: float = 1.25
+
+
+class _Observed:
+    """A policy that remembers what it was asked and what it sent (for the report)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls: list[tuple[TokenUsage | None, Sent]] = []
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    def send(self, history: Sequence[Message], *, usage: TokenUsage | None, timestamp: int) -> Sent:
+        sent: Sent = self.inner.send(history, usage=usage, timestamp=timestamp)
+        self.calls.append((usage, sent))
+        follow = sent.follow_up
+        while follow is not None:
+            self.calls.append((None, follow))
+            follow = follow.follow_up
+        return sent
+
+
+def _visible_start(deleted_range: DeletedRange | None) -> int:
+    return 2 if deleted_range is None else max(deleted_range[1] + 1, 2)
+
+
+def _request_entry(
+    history: Sequence[Message], sent: Sent, previous: list[Any] | None, variants: dict[str, int]
+) -> tuple[dict[str, Any], list[Any]]:
+    """What the page needs of one request: runs of history indices, changed messages, reuse."""
+    start = _visible_start(sent.deleted_range)
+    runs: list[list[int]] = []
+    changed: dict[str, Any] = {}
+    extra: list[Any] = []
+    keys: list[Any] = []
+    room = len(sent.messages) - 2 - max(0, len(history) - start)
+    for position, message in enumerate(sent.messages):
+        if position < 2:
+            index: int | None = position
+        elif position - 2 < room:
+            index = None  # not from the history: a fold's continuation
+        else:
+            index = start + position - 2 - max(room, 0)
+        if index is None or index >= len(history):
+            text = json.dumps(message, sort_keys=True, default=str)
+            extra.append(variants.setdefault(text, len(variants)))
+            keys.append(("x", text))
+            continue
+        if message != history[index]:
+            text = json.dumps(message, sort_keys=True, default=str)
+            changed[str(index)] = variants.setdefault(text, len(variants))
+            keys.append(("c", index, text))
+        else:
+            keys.append(("h", index))
+        if runs and runs[-1][1] == index - 1:
+            runs[-1][1] = index
+        else:
+            runs.append([index, index])
+    common = 0
+    if previous is not None:
+        for new, old in zip(keys, previous, strict=False):
+            if new != old:
+                break
+            common += 1
+    entry = {
+        "runs": runs,
+        "changed": changed,
+        "extra": extra,
+        "count": len(sent.messages),
+        "common": common,
+        "cache_break": previous is not None and common < len(previous),
+    }
+    return entry, keys
+
+
+def _policy_data(
+    trace: Trace, policy: str, window: int, usage: UsageSource, prices: PriceModel
+) -> dict[str, Any]:
+    replayer = Replayer(
+        trace.history,
+        window=window,
+        policy=policy,
+        usage=usage,
+        requests=trace.requests,
+        system=trace.system,
+        tools=trace.tools,
+    )
+    observed = replayer.policy = _Observed(replayer.policy)  # as replay() builds it, watched
+    for length in request_points(trace.history):
+        replayer.request(length)
+    result = replayer.result()
+    own = getattr(observed.inner, "history", None)
+    history = own if isinstance(own, list) else trace.history
+    entries: list[dict[str, Any]] = []
+    previous: list[Any] | None = None
+    variants: dict[str, int] = {}  # a changed message's JSON -> its place in "variants"
+    cost = 0.0
+    reused = 0
+    for record, (driving, sent) in zip(result.requests, observed.calls, strict=True):
+        entry, previous = _request_entry(history[: record.index], sent, previous, variants)
+        tokens = record.estimated_tokens
+        share = entry["common"] / entry["count"] if entry["count"] else 0.0
+        read = round(tokens * share)
+        entry["cache_read"] = read
+        entry["cache_write"] = tokens - read
+        entry["driving"] = None if driving is None else driving.total
+        cost += prices.cache_read * read + prices.cache_write * (tokens - read)
+        reused += read
+        entries.append(entry)
+    replay_json = result.to_json()
+    sent_total = replay_json["summary"]["estimated_tokens_sent"]
+    return {
+        "replay": replay_json,
+        "usage": result.usage.value,
+        "details": entries,
+        "variants": [json.loads(text) for text in variants],
+        "cost": round(cost, 1),
+        "cache_reuse": round(reused / sent_total, 4) if sent_total else 0.0,
+        "history_length": len(history),
+    }
+
+
+def _history_json(history: Sequence[Message]) -> list[Any]:
+    return [dict(message) for message in history]
+
+
+def report_html(
+    trace: Trace,
+    *,
+    window: int,
+    policies: Sequence[str] = (PolicyName.CLINE.value,),
+    usage: str | None = None,
+    prices: PriceModel | None = None,
+    title: str | None = None,
+) -> str:
+    """The report's HTML text for ``trace`` replayed under ``policies``."""
+    source = (
+        UsageSource(usage)
+        if usage
+        else (UsageSource.RECORDED if trace.has_recorded_usage else UsageSource.ESTIMATED)
+    )
+    model = prices or PriceModel()
+    data = {
+        "title": title or str(trace.path),
+        "prices": {"input": 1.0, "cache_read": model.cache_read, "cache_write": model.cache_write},
+        "history": _history_json(trace.history),
+        "policies": [_policy_data(trace, name, window, source, model) for name in policies],
+    }
+    payload = json.dumps(data, ensure_ascii=False, default=str).replace("</", "<\\/")
+    assets = resources.files("windowkeeper.tools") / "report_assets"
+    script = (assets / "report.js").read_text(encoding="utf-8")
+    style = (assets / "report.css").read_text(encoding="utf-8")
+    heading = html.escape(str(data["title"]))
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\';'
+        " script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">"
+        f"<title>windowkeeper report: {heading}</title><style>{style}</style></head><body>"
+        f"<h1>windowkeeper report: {heading}</h1>"
+        '<section id="summary" aria-label="Summary per policy"></section>'
+        '<section id="timelines" aria-label="Timeline of requests"></section>'
+        '<section id="request" aria-live="polite" aria-label="Request view"></section>'
+        f'<script type="application/json" id="data">{payload}</script>'
+        f"<script>{script}</script></body></html>\n"
+    )
+
+
+def report(
+    trace: Trace,
+    destination: str | os.PathLike[str],
+    *,
+    window: int,
+    policies: Sequence[str] = (PolicyName.CLINE.value,),
+    usage: str | None = None,
+    prices: PriceModel | None = None,
+    title: str | None = None,
+) -> Path:
+    """Write the report of ``trace`` (see :func:`report_html`) to ``destination``; return it."""
+    path = Path(destination)
+    text = report_html(
+        trace, window=window, policies=policies, usage=usage, prices=prices, title=title
+    )
+    atomic_write_text(path, text)
+    return path

@@ -1,0 +1,212 @@
+"use strict";
+(function () {
+  const data = JSON.parse(document.getElementById("data").textContent);
+  const SVGNS = "http://www.w3.org/2000/svg";
+  const MARKERS = {
+    truncated: ["\u25BC", "turns hidden"],
+    replaced: ["\u25C6", "duplicate reads replaced"],
+    summarize: ["\u2605", "summary asked"],
+    continuation: ["\u25A0", "folded"],
+    overflow: ["\u2716", "over the window"],
+    cache_break: ["\u25CB", "cache break"],
+  };
+  const fmt = (n) => (n === null || n === undefined ? "-" : Number(n).toLocaleString("en-US"));
+  const el = (tag, attrs, text) => {
+    const node = document.createElement(tag);
+    for (const key in attrs || {}) node.setAttribute(key, attrs[key]);
+    if (text !== undefined) node.textContent = text;
+    return node;
+  };
+  const svg = (tag, attrs) => {
+    const node = document.createElementNS(SVGNS, tag);
+    for (const key in attrs) node.setAttribute(key, attrs[key]);
+    return node;
+  };
+
+  function markersOf(record, detail) {
+    const found = [];
+    if (record.truncated) found.push("truncated");
+    if (record.replaced_reads) found.push("replaced");
+    if (record.condense) found.push(record.condense);
+    if (record.overflow) found.push("overflow");
+    if (detail.cache_break) found.push("cache_break");
+    return found;
+  }
+
+  function summary() {
+    const section = document.getElementById("summary");
+    const p = data.prices;
+    section.appendChild(el("h2", {}, "Summary"));
+    section.appendChild(el("p", { id: "price-model" },
+      "Price model: input 1.0 per token, cache read " + p.cache_read + ", cache write " + p.cache_write +
+      " (billed cost counts the reused prefix as read, the rest as written)."));
+    const table = el("table", { id: "summary-table" });
+    const head = ["policy", "requests", "tokens sent", "billed cost", "cache reuse", "truncations",
+      "replaced reads", "summaries", "overflows", "largest requests"];
+    const tr = el("tr");
+    head.forEach((h) => tr.appendChild(el("th", { scope: "col" }, h)));
+    table.appendChild(tr);
+    data.policies.forEach((pol) => {
+      const s = pol.replay.summary;
+      const worst = pol.replay.requests.map((r, i) => [r.estimated_tokens, i])
+        .sort((a, b) => b[0] - a[0]).slice(0, 3).map((w) => "#" + (w[1] + 1) + " " + fmt(w[0]));
+      const row = el("tr", { "data-policy": pol.replay.policy });
+      [pol.replay.policy, fmt(s.requests), fmt(s.estimated_tokens_sent), fmt(pol.cost),
+        (pol.cache_reuse * 100).toFixed(1) + " %", fmt(s.truncations), fmt(s.replaced_reads),
+        fmt(s.condensations || 0), fmt(s.overflows), worst.join(", ")]
+        .forEach((c, i) => row.appendChild(el(i ? "td" : "th", i ? { "data-col": head[i] } : { scope: "row" }, c)));
+      table.appendChild(row);
+    });
+    section.appendChild(table);
+    const legend = el("p", { class: "legend" });
+    for (const key in MARKERS) legend.appendChild(el("span", {}, MARKERS[key][0] + " " + MARKERS[key][1]));
+    legend.appendChild(el("span", {}, "dark bar: read from cache; light bar: written; dashed line: limit; solid line: window"));
+    section.appendChild(legend);
+  }
+
+  const bars = [];
+  function timeline(pol, pi) {
+    const section = document.getElementById("timelines");
+    const w = pol.replay.window;
+    const records = pol.replay.requests;
+    section.appendChild(el("h2", {}, "Timeline: " + pol.replay.policy + " (window " + fmt(w.context_window) + ", limit " + fmt(w.limit) + ")"));
+    const wrap = el("div", { class: "timeline" });
+    const step = 6, height = 220, top = 20;
+    const maxTokens = Math.max(w.context_window, ...records.map((r) => r.estimated_tokens)) * 1.05;
+    const y = (v) => top + height - (v / maxTokens) * height;
+    const root = svg("svg", { width: records.length * step + 40, height: height + top + 30, role: "list", "aria-label": "requests of " + pol.replay.policy });
+    [["limit", w.limit, "4 3"], ["window", w.context_window, ""]].forEach(([name, v, dash]) => {
+      root.appendChild(svg("line", { x1: 0, x2: records.length * step + 40, y1: y(v), y2: y(v), stroke: "#000", "stroke-dasharray": dash }));
+    });
+    records.forEach((r, i) => {
+      const d = pol.details[i];
+      const g = svg("g", { class: "bar", tabindex: "0", role: "listitem", "data-policy": pi, "data-request": i });
+      const x = 20 + i * step;
+      const title = svg("title", {});
+      const marks = markersOf(r, d);
+      title.textContent = "request " + (i + 1) + " (history length " + r.index + "): " + fmt(r.estimated_tokens) +
+        " tokens sent; cache read " + fmt(d.cache_read) + ", written " + fmt(d.cache_write) +
+        "; reported " + fmt(r.reported_tokens) + (marks.length ? "; " + marks.map((m) => MARKERS[m][1]).join(", ") : "");
+      g.appendChild(title);
+      g.setAttribute("aria-label", title.textContent);
+      g.appendChild(svg("rect", { class: "sent", x: x, width: step - 1, y: y(r.estimated_tokens), height: y(0) - y(r.estimated_tokens), fill: "#9cc3e6" }));
+      g.appendChild(svg("rect", { x: x, width: step - 1, y: y(d.cache_read), height: y(0) - y(d.cache_read), fill: "#2b5d8a" }));
+      marks.forEach((m, k) => {
+        const t = svg("text", { class: "marker", "data-kind": m, "data-request": i, x: x, y: top - 6 + height + 14 + k * 10, "font-size": 9 });
+        t.textContent = MARKERS[m][0];
+        if (m !== "cache_break") { t.setAttribute("y", y(r.estimated_tokens) - 3 - k * 9); }
+        g.appendChild(t);
+      });
+      g.addEventListener("click", () => open(pi, i));
+      g.addEventListener("keydown", (e) => {
+        if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(pi, i); }
+        else if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
+          e.preventDefault();
+          const next = bars[pi][Math.max(0, Math.min(records.length - 1, i + (e.key === "ArrowRight" ? 1 : -1)))];
+          next.focus(); open(pi, Number(next.getAttribute("data-request")));
+        }
+      });
+      root.appendChild(g);
+      (bars[pi] = bars[pi] || []).push(g);
+    });
+    wrap.appendChild(root);
+    section.appendChild(wrap);
+  }
+
+  function blockText(b) {
+    if (typeof b === "string") return b;
+    if (!b || typeof b !== "object") return JSON.stringify(b);
+    if (b.type === "text") return String(b.text || "");
+    if (b.type === "tool_use") return "[tool_use " + b.name + " " + b.id + "] " + JSON.stringify(b.input || {});
+    if (b.type === "tool_result") {
+      const inner = typeof b.content === "string" ? [b.content] : (b.content || []).map(blockText);
+      return ["[tool_result " + b.tool_use_id + "]"].concat(inner).join("\n");
+    }
+    if (b.type === "thinking") return "[thinking]\n" + (b.thinking || "");
+    return JSON.stringify(b);
+  }
+  const textOf = (m) => (typeof m.content === "string" ? m.content : (m.content || []).map(blockText).join("\n"));
+  const LONG = 2000;
+
+  function messageNode(label, message, original) {
+    const box = el("div", { class: "msg" + (original ? " changed" : "") });
+    box.appendChild(el("div", { class: "head" }, label + " " + message.role + (original ? " (changed by the policy: was " + fmt(textOf(original).length) + " characters, now " + fmt(textOf(message).length) + ")" : "")));
+    const text = textOf(message);
+    const body = el("div", { class: "body" }, text.length > LONG ? text.slice(0, LONG) : text);
+    box.appendChild(body);
+    if (text.length > LONG) {
+      const more = el("button", { type: "button" }, "show all " + fmt(text.length) + " characters");
+      more.addEventListener("click", () => { body.textContent = text; more.remove(); });
+      box.appendChild(more);
+    }
+    if (original) {
+      const was = el("details", {});
+      was.appendChild(el("summary", {}, "what it replaced"));
+      was.appendChild(el("div", {}, textOf(original).slice(0, LONG)));
+      box.appendChild(was);
+    }
+    return box;
+  }
+
+  function growth(pol, upto) {
+    // Where the hidden range grew, up to request `upto`: [start, end, request number, reason].
+    const found = [];
+    let end = 1;
+    pol.replay.requests.slice(0, upto + 1).forEach((r, i) => {
+      const range = r.deleted_range;
+      if (range && range[1] > end) {
+        const d = pol.details[i];
+        const reason = d.driving === null ? "the policy's own estimate was over the limit"
+          : "previous request at " + Math.round((d.driving / pol.replay.window.context_window) * 100) + " % of the window";
+        found.push([end + 1, range[1], i + 1, reason]);
+        end = range[1];
+      }
+    });
+    return found;
+  }
+
+  function open(pi, i) {
+    const pol = data.policies[pi];
+    const r = pol.replay.requests[i];
+    const d = pol.details[i];
+    document.querySelectorAll(".bar.selected").forEach((b) => b.classList.remove("selected"));
+    bars[pi][i].classList.add("selected");
+    const view = document.getElementById("request");
+    view.textContent = "";
+    view.appendChild(el("h2", { id: "request-title" }, "Request " + (i + 1) + " of " + pol.replay.policy + ": " + d.count + " messages, " + fmt(r.estimated_tokens) + " tokens"));
+    const marks = markersOf(r, d).map((m) => MARKERS[m][1]);
+    view.appendChild(el("p", {}, "history length " + r.index + "; hidden " + (r.deleted_range ? r.deleted_range.join("-") : "none") +
+      "; cache read " + fmt(d.cache_read) + ", written " + fmt(d.cache_write) + (marks.length ? "; " + marks.join(", ") : "")));
+    const diff = el("p", { class: "diff" });
+    diff.textContent = i === 0 ? "first request: nothing to reuse" :
+      "against request " + i + ": the first " + d.common + " messages are unchanged (reused by the cache)" +
+      (d.cache_break ? "; the cache breaks at message " + d.common + " (the previous request's messages from there on are not sent as they were)" : "; nothing earlier changed");
+    view.appendChild(diff);
+    const ranges = growth(pol, i);
+    const list = el("div", { id: "messages" });
+    let position = 0;
+    const history = data.history;
+    const runs = d.runs;
+    runs.forEach((run, k) => {
+      if (k > 0 && run[0] > runs[k - 1][1] + 1) {
+        ranges.filter((g) => g[1] >= runs[k - 1][1] + 1 && g[0] <= run[0] - 1).forEach((g) => {
+          list.appendChild(el("div", { class: "hidden-range", role: "note" }, "messages " + g[0] + "-" + g[1] + " hidden at request " + g[2] + ": " + g[3]));
+        });
+        if (k === 1 && d.extra.length) d.extra.forEach((v) => list.appendChild(messageNode("[" + (position++) + "] summary after a fold:", pol.variants[v], null)));
+      }
+      for (let idx = run[0]; idx <= run[1]; idx++) {
+        const changed = d.changed[String(idx)] === undefined ? null : pol.variants[d.changed[String(idx)]];
+        const original = pol.history_length === history.length || idx < history.length ? history[idx] : null;
+        list.appendChild(messageNode("[" + (position++) + "] history[" + idx + "]", changed || original || { role: "?", content: "" }, changed ? original : null));
+      }
+    });
+    view.appendChild(list);
+  }
+
+  summary();
+  data.policies.forEach(timeline);
+  // A link such as report.html#request=0-80 opens request 81 of the first policy.
+  const wanted = /^#request=(\d+)-(\d+)$/.exec(window.location.hash);
+  if (wanted && bars[Number(wanted[1])] && bars[Number(wanted[1])][Number(wanted[2])]) open(Number(wanted[1]), Number(wanted[2]));
+  document.body.setAttribute("data-ready", "true");
+})();

@@ -1,0 +1,58 @@
+"""``windowkeeper report``: one HTML file, self-contained, whose numbers are the replay's."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from windowkeeper.cli._main import cli
+
+from ..traces import conversation, write_json
+
+
+class TestReportCommand:
+    """The command writes the report where ``-o`` says, for every policy asked."""
+
+    def test_writes_one_self_contained_file(self, tmp_path: Path) -> None:
+        """The file holds its script and data inline and loads nothing from elsewhere."""
+        source = write_json(tmp_path / "task.json", conversation(20, prompt_step=4_000))
+        target = tmp_path / "out.html"
+        result = CliRunner().invoke(
+            cli,
+            [
+                "report",
+                str(source),
+                "--window",
+                "64000",
+                "--policy",
+                "cline",
+                "--policy",
+                "windowkeeper",
+                "-o",
+                str(target),
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        assert result.output == f"wrote {target}\n"
+        text = target.read_text(encoding="utf-8")
+        assert not re.search(r"(src|href)=\"(https?:)?//", text)
+        payload = re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S)
+        assert payload is not None
+        data = json.loads(payload.group(1).replace("<\\/", "</"))
+        assert [p["replay"]["policy"] for p in data["policies"]] == ["cline", "windowkeeper"]
+
+    def test_embedded_numbers_are_replay_json(self, tmp_path: Path) -> None:
+        """Each policy's embedded replay equals the line ``replay --json`` prints for it."""
+        source = write_json(tmp_path / "task.json", conversation(20, prompt_step=4_000))
+        target = tmp_path / "out.html"
+        runner = CliRunner()
+        runner.invoke(cli, ["report", str(source), "--window", "64000", "-o", str(target)])
+        printed = runner.invoke(cli, ["replay", str(source), "--window", "64000", "--json"])
+        text = target.read_text(encoding="utf-8")
+        payload = re.search(r'id="data">(.*?)</script>', text, re.S)
+        assert payload is not None
+        data = json.loads(payload.group(1).replace("<\\/", "</"))
+        assert data["policies"][0]["replay"] == json.loads(printed.output.splitlines()[0])
