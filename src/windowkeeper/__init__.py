@@ -38,6 +38,7 @@ from .session._models import (
 from .session._sdk import MessageLike, UsageInput, usage_from_sdk
 from .session._session import Checkpoint, ContextSession, Prepared, Synced
 from .session._tokens import CalibratedEstimator, TokenCounter
+from .session._usage_trust import DistrustedUsageWarning
 from .storage import (
     ConcurrentUpdateError,
     LoadReport,
@@ -61,6 +62,7 @@ __all__ = [
     "ContextSession",
     "ContextWindowInfo",
     "CorruptStoreError",
+    "DistrustedUsageWarning",
     "EditType",
     "FileReadOptimization",
     "InvalidRangeError",

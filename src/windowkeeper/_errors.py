@@ -16,7 +16,8 @@
     ├── PlotUnavailableError (+ ImportError)    --plot without matplotlib installed (tools)
     ├── StorageError (+ OSError)                a backend could not read or write; nothing half-written (storage)
     ├── ConcurrentUpdateError                   another writer committed to the task first (storage)
-    └── UnknownModelWarning (+ UserWarning)     a model id no table knows: 128 000 tokens assumed (models)
+    ├── UnknownModelWarning (+ UserWarning)     a model id no table knows: 128 000 tokens assumed (models)
+    └── DistrustedUsageWarning (+ UserWarning)  reported usage far from the estimate: ignored (usage trust)
 
 The builtin mixed in lets callers catch the error they already expect (``ValueError``) as
 well as ours.

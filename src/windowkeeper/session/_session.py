@@ -71,6 +71,7 @@ from ._summary import (
 )
 from ._tokens import CalibratedEstimator, TokenCounter
 from ._tool_ids import UniqueToolIds
+from ._usage_trust import UsageTrust
 from .steps import (
     REFOLD,
     Action,
@@ -426,6 +427,7 @@ class ContextSession:
         }
         self._wire = WireShaper(shapes[format])
         self._state = _State()
+        self._usage_trust = UsageTrust()  # reported usage checked before it is believed
         self._last: _LastRequest | None = None
         self._version = 0  # of what the backend holds
         # The history as the backend holds it: how much of the history is still what was
@@ -622,6 +624,7 @@ class ContextSession:
         self._ids.reset()
         self._state = state
         self._last = None
+        self._usage_trust.forget()
         self._manager.store = store
 
     def record_usage(self, usage: UsageInput, *, timestamp: int | None = None) -> None:
@@ -638,13 +641,21 @@ class ContextSession:
         last = self._last
         generation = last.generation if last is not None else self._state.generation
         sent_at = timestamp if timestamp is not None else (last.timestamp if last else self._tick())
+        distrusted = last is not None and self._usage_trust.judge(
+            parsed,
+            last.messages,
+            system=last.system,
+            tools=last.tools,
+            counter=self._counter,
+            context_window=self._info.context_window,
+        )
         state = self._state.copy()
-        state.usage = parsed
+        state.usage = None if distrusted else parsed  # a distrusted report decides nothing
         state.usage_timestamp = sent_at
         state.usage_generation = generation
         self._commit(state)
         self._state = state
-        if last is not None:
+        if last is not None and not distrusted:
             reported = parsed.tokens_in + parsed.cache_writes + parsed.cache_reads
             self._counter.observe(
                 last.messages, system=last.system, tools=last.tools, reported_input_tokens=reported
@@ -735,7 +746,7 @@ class ContextSession:
         now = self._tick()
         state = self._state
         clips: dict[tuple[int, int], Clip] = {}
-        actions: list[Action] = []
+        actions: list[Action] = list(self._usage_trust.pending())
         if state.pending is not None:
             adopted = self._adopt_summary(state)
             if adopted is not None:
@@ -840,6 +851,7 @@ class ContextSession:
                 requested = True
         state.requests += 1
         self._commit(state)
+        self._usage_trust.forget()  # reported in these actions
         self._last = _LastRequest(messages, system, tools, now, state.generation)
         sent = self._to_openai.to_openai(messages) if self._openai is not None else messages
         wired, repairs = self._wire.shape(
@@ -1163,6 +1175,7 @@ class ContextSession:
         self._ids.reset()
         self._state = state
         self._last = None
+        self._usage_trust.forget()
         restore = getattr(self._counter, "restore", None)
         if checkpoint.counter_state is not None and callable(restore):
             restore(checkpoint.counter_state)

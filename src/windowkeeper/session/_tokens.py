@@ -436,6 +436,25 @@ class CalibratedEstimator:
             self._first = self._anchor
         self._prune(())
 
+    def least_tokens(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> int:
+        """The fewest input tokens a provider can plausibly report for this request.
+
+        Its text at the calibrated ratio, without the margin, the thinking or the images (a
+        provider may count those for less); what reported usage is checked against
+        (see :mod:`windowkeeper.session._usage_trust`).
+        """
+        _check_sequence(messages)
+        system_units, tools_units = self._request_units(system, tools)
+        totals = self._totals(messages)
+        self._prune(messages)
+        return math.floor(self._calibration.a * (totals.text + system_units.text + tools_units))
+
     def snapshot(self) -> object:
         """What it has learnt so far, for :meth:`restore` (a session's checkpoint keeps it)."""
         return _Snapshot(
