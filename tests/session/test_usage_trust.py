@@ -82,9 +82,7 @@ class TestUnderReported:
         for session in (checking, checking_estimate):
             session.append({"role": "assistant", "content": "ok"})
             session.append({"role": "user", "content": "more"})
-        assert (
-            checking.prepare().estimated_tokens == checking_estimate.prepare().estimated_tokens
-        )
+        assert checking.prepare().estimated_tokens == checking_estimate.prepare().estimated_tokens
 
 
 class TestBelieved:
