@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint fix typecheck pytest bench clean
+.PHONY: demo test lint fix typecheck pytest bench dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,5 +51,12 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_shapes.py
 	if [ -f bench/bench_import.py ]; then $(BIN)/python bench/bench_import.py; fi
 
+# A wheel of this checkout in dist/; install it with
+# pip install 'dist/windowkeeper-<version>-py3-none-any.whl[cli]' (or another extra).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
+	ls dist/*.whl
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .coverage .coverage.*
+	rm -rf dist $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .coverage .coverage.*

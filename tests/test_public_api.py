@@ -39,6 +39,7 @@ EXPECTED = {
     "ContextResult",
     "ContextWindowInfo",
     "CorruptStoreError",
+    "DistrustedUsageWarning",
     "EditType",
     "FileReadOptimization",
     "InvalidRangeError",

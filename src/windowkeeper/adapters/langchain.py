@@ -654,6 +654,7 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             store_factory=store_factory,
             session_factory=session_factory,
             options=session_options,
+            adapter="WindowkeeperMiddleware",
         )
         self._max_output_tokens = max_output_tokens
         self._default_thread = default_thread_id

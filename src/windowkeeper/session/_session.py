@@ -56,11 +56,12 @@ from ..formats._wire import (
 from ..storage import Commit, SessionStore, TaskFolderStore
 from ._alternation import RoleMerger, merge_same_roles
 from ._clipping import MIN_KEPT_CHARS, Clip, ClipMemo, clippable_blocks
-from ._models import model_window
+from ._models import model_window, warn_no_window
 from ._native_reads import NativeReadDetector
 from ._native_results import ResultPlacer
 from ._openai_history import OpenAIHistory, OpenAIShaper
 from ._sdk import MessageLike, UsageInput, message_from_sdk, usage_from_sdk
+from ._state_extras import load_calibration, stored_window, with_extras
 from ._summary import (
     AsyncSummarizer,
     Summarizer,
@@ -434,8 +435,13 @@ class ContextSession:
         # committed (constant time for the Growing history, no copy).
         self._committed = Seen()
         self._committed_store: tuple[OverwriteStore, int] | None = None  # (store, revision)
+        self._stored_window: ContextWindowInfo | None = None
         if self._backend is not None:
             self._load(self._backend)
+        if context_window is None and model is None:  # the stored window, else the default
+            if self._stored_window is None:
+                warn_no_window()
+            self._info = self._stored_window or self._info
 
     # -- what the session holds ------------------------------------------------------------
 
@@ -653,13 +659,20 @@ class ContextSession:
         state.usage = None if distrusted else parsed  # a distrusted report decides nothing
         state.usage_timestamp = sent_at
         state.usage_generation = generation
-        self._commit(state)
-        self._state = state
-        if last is not None and not distrusted:
+        snapshot = getattr(self._counter, "snapshot", None)
+        learnt = snapshot() if callable(snapshot) else None
+        if last is not None and not distrusted:  # learnt first: the commit keeps what it learnt
             reported = parsed.tokens_in + parsed.cache_writes + parsed.cache_reads
             self._counter.observe(
                 last.messages, system=last.system, tools=last.tools, reported_input_tokens=reported
             )
+        try:
+            self._commit(state)
+        except BaseException:
+            if learnt is not None:
+                self._counter.restore(learnt)  # type: ignore[attr-defined]
+            raise
+        self._state = state
 
     # -- building a request ----------------------------------------------------------------
 
@@ -857,6 +870,9 @@ class ContextSession:
         wired, repairs = self._wire.shape(
             sent, "input" if self._format == "responses" else "messages"
         )
+        if self._format == "responses":
+            wired, dropped = responses.without_trailing_reasoning(wired)
+            repairs += dropped
         return Prepared(
             messages=wired,
             deleted_range=state.deleted_range,
@@ -1164,9 +1180,16 @@ class ContextSession:
         self._history = Growing(
             self._history[: len(self._history) if self._openai else checkpoint.history_length]
         )
+        snapshot = getattr(self._counter, "snapshot", None)
+        restore = getattr(self._counter, "restore", None)
+        learnt = snapshot() if callable(snapshot) and callable(restore) else None
+        if learnt is not None and checkpoint.counter_state is not None:
+            restore(checkpoint.counter_state)  # type: ignore[misc]  # before the commit keeps it
         try:
             self._commit(state, store)
         except BaseException:
+            if learnt is not None:
+                restore(learnt)  # type: ignore[misc]
             self._history = history_before
             if self._openai is not None:
                 self._openai = OpenAIHistory(openai_before, dialect=self._dialect)
@@ -1176,9 +1199,6 @@ class ContextSession:
         self._state = state
         self._last = None
         self._usage_trust.forget()
-        restore = getattr(self._counter, "restore", None)
-        if checkpoint.counter_state is not None and callable(restore):
-            restore(checkpoint.counter_state)
         self._manager.store = store
 
     # -- persistence -----------------------------------------------------------------------
@@ -1211,7 +1231,7 @@ class ContextSession:
             base_version=self._version,
             keep=keep,
             append=history[keep:],
-            state=_state_value(state, len(history)),
+            state=with_extras(_state_value(state, len(history)), self._counter, self._info),
             store_json=store.to_json() if changed else None,
         )
         self._version = backend.commit(commit)
@@ -1248,6 +1268,8 @@ class ContextSession:
             self._committed_store = None  # nothing stored yet: the first commit writes it
         if snapshot.state is not None:
             self._state = _read_state(snapshot.state, f"{where} (session state)", len(history))
+            load_calibration(self._counter, snapshot.state, f"{where} (session state)")
+            self._stored_window = stored_window(snapshot.state)
 
 
 def _state_value(state: _State, history_length: int) -> dict[str, Any]:

@@ -8,7 +8,7 @@ instead of the last request's) makes it cut what fits. So each report is compare
 numbers of the session's own about the request it describes:
 
 - far below: fewer than :data:`LOW_SHARE` of the *floor*, the request's text (thinking and images
-  left out, as a provider may not count them) at the ratio learnt from trusted reports, and at
+  left out, as a provider may not count them) at the ratio learnt from trusted reports (never above the starting one), and at
   least :data:`LOW_SLACK` tokens short of it;
 - far above (for a request the counter estimates at all): more than the whole window (no provider accepted such a request), and more than
   :data:`HIGH_FACTOR` times the session's estimate plus a quarter of the window (what a hidden
