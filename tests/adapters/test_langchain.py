@@ -348,7 +348,9 @@ def test_reused_tool_call_ids_are_renamed_in_the_view() -> None:
 
 def test_changed_messages_are_copies_and_opaque_blocks_stay() -> None:
     """A direct call: a result too large for its share is clipped in a copy; others are shared."""
-    middleware = WindowkeeperMiddleware(context_window=WINDOW, max_output_tokens=1_000)
+    middleware = WindowkeeperMiddleware(
+        context_window=WINDOW, max_output_tokens=1_000, shrink_target=1.0
+    )
     thinking = {"type": "thinking", "thinking": "Let me look.", "signature": "c2ln"}
     first_answer = AIMessage(
         content=[
@@ -520,3 +522,37 @@ def test_the_docs_example_runs(
     assert "Pagination added." in out
     assert "8 messages in the thread" in out
     assert (tmp_path / "tasks" / "pagination").is_dir()
+
+
+class SendsLargeAnswers(ScriptedToolModel):
+    """A chat model that sends ``max_tokens`` with every request, as langchain-anthropic does."""
+
+    max_tokens: int = 6_000
+
+
+def test_the_reserve_is_what_the_wrapped_model_sends() -> None:
+    """A smaller max_output_tokens does not shrink the reserve below the model's max_tokens."""
+    middleware = WindowkeeperMiddleware(
+        context_window=WINDOW, max_output_tokens=1_000, shrink_target=1.0
+    )
+    sizes: list[float] = []
+
+    def probe(messages: list[BaseMessage]) -> None:
+        prepared = middleware.last_prepared("big")
+        check_request(messages, prepared)
+        sizes.append((len(json.dumps(from_langchain(messages))) + len(SYSTEM)) / 3.0)
+
+    model = SendsLargeAnswers(messages=iter(()), steps=24, probe=probe)
+    agent = create_agent(
+        model,
+        tools=[read_file],
+        system_prompt=SYSTEM,
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [HumanMessage("Summarize every part.")]}, config("big"))
+    assert len(sizes) == 25
+    assert all(size + 6_000 < WINDOW for size in sizes)  # prompt + what the model may answer
+    prepared = middleware.last_prepared("big")
+    assert prepared is not None
+    assert prepared.estimated_tokens >= 6_000
