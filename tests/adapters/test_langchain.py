@@ -153,11 +153,10 @@ def build(
     steps: int = 30,
     checkpointer: InMemorySaver | None = None,
     usage_share: float = 1.0,
+    model_class: type[ScriptedToolModel] = ScriptedToolModel,
 ) -> tuple[Any, Recorder]:
     recorder = Recorder(middleware)
-    model = ScriptedToolModel(
-        messages=iter(()), steps=steps, probe=recorder, usage_share=usage_share
-    )
+    model = model_class(messages=iter(()), steps=steps, probe=recorder, usage_share=usage_share)
     agent = create_agent(
         model,
         tools=[read_file],
@@ -535,22 +534,12 @@ def test_the_reserve_is_what_the_wrapped_model_sends() -> None:
     middleware = WindowkeeperMiddleware(
         context_window=WINDOW, max_output_tokens=1_000, shrink_target=1.0
     )
-    sizes: list[float] = []
-
-    def probe(messages: list[BaseMessage]) -> None:
-        prepared = middleware.last_prepared("big")
-        check_request(messages, prepared)
-        sizes.append((len(json.dumps(from_langchain(messages))) + len(SYSTEM)) / 3.0)
-
-    model = SendsLargeAnswers(messages=iter(()), steps=24, probe=probe)
-    agent = create_agent(
-        model,
-        tools=[read_file],
-        system_prompt=SYSTEM,
-        middleware=[middleware],
-        checkpointer=InMemorySaver(),
-    )
+    agent, recorder = build(middleware, steps=24, model_class=SendsLargeAnswers)
     agent.invoke({"messages": [HumanMessage("Summarize every part.")]}, config("big"))
+    sizes = [
+        (len(json.dumps(from_langchain(messages))) + len(SYSTEM)) / 3.0
+        for _thread, messages, _prepared in recorder.requests
+    ]
     assert len(sizes) == 25
     assert all(size + 6_000 < WINDOW for size in sizes)  # prompt + what the model may answer
     prepared = middleware.last_prepared("big")
