@@ -458,7 +458,10 @@ def test_items_system_prompt_and_schemas() -> None:
     assert full.estimated_tokens > small.estimated_tokens + 500 + developer_tokens
 
     with pytest.raises(MalformedMessageError, match="type"):
-        windowkeeper(call_data(agent, [*items, {"type": "web_search_call", "id": "ws_1"}]))
+        windowkeeper(call_data(agent, [*items, {"type": "item_reference", "id": "ws_1"}]))
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed"}
+    carried = windowkeeper(call_data(agent, [*items, search, {"role": "user", "content": "ok"}]))
+    assert search in carried.input  # a hosted tool's item: sent back as it came
 
 
 def test_usage_goes_to_the_request_it_answers() -> None:
