@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-deep lint fix typecheck pytest bench mutants clean
+.PHONY: demo test test-deep lint fix typecheck pytest bench mutants dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,5 +61,12 @@ bench: $(STAMP)
 mutants: $(STAMP)
 	$(BIN)/python mutation/run.py $(MUTANTS_ARGS)
 
+# A wheel of this checkout in dist/; install it with
+# pip install 'dist/windowkeeper-<version>-py3-none-any.whl[cli]' (or another extra).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
+	ls dist/*.whl
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .coverage .coverage.*
+	rm -rf dist $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .coverage .coverage.*

@@ -39,6 +39,7 @@ EXPECTED = {
     "ContextResult",
     "ContextWindowInfo",
     "CorruptStoreError",
+    "DistrustedUsageWarning",
     "EditType",
     "FileReadOptimization",
     "InvalidRangeError",
@@ -214,6 +215,8 @@ class TestErrors:
         assert windowkeeper.CorruptStoreError is unreadable
         assert unreadable.__name__ == "UnreadableFileError"
         assert issubclass(unreadable, ValueError)
+
+
 class TestToolsSurface:
     """``windowkeeper.tools`` exports the report and nothing else."""
 

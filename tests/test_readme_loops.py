@@ -267,3 +267,45 @@ def test_the_storage_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     session.append({"role": "user", "content": "task"})
     session.close()
     assert (tmp_path / "agents.db").exists()
+
+
+MANAGER_BLOCK = "manager = ContextManager()"
+
+
+@pytest.mark.parametrize("cache", ["always", "never"])
+def test_the_context_manager_snippet_with_caching(
+    cache: str, workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's ContextManager loop, 30 turns at a 200k window, prompt caching on or off:
+    the usage it records counts the cache, so it truncates in time and no request is refused."""
+    import anthropic
+
+    code = readme_block(MANAGER_BLOCK)
+    output = "x = 1  # a line of a large tool output\n" * 600  # about 7,000 tokens a turn
+    with AnthropicDouble(window=200_000, script=lambda body, turn: "Noted.", cache=cache) as api:
+        client = anthropic.Anthropic(base_url=api.url, api_key="test")
+        namespace: dict[str, Any] = {
+            "__name__": "readme_manager",
+            "client": client,
+            "MODEL": "claude-sonnet-4-5",
+            "previous_request_ms": 0,
+        }
+        history: list[dict[str, Any]] = [{"role": "user", "content": "Read the logs. " + output}]
+
+        def agent_loop() -> Any:
+            for turn in range(30):
+                yield turn
+                reply = namespace["reply"]
+                history.append({"role": "assistant", "content": reply.content[0].text})
+                history.append({"role": "user", "content": f"Part {turn}:\n{output}"})
+                namespace["previous_request_ms"] = turn + 1
+
+        namespace["history"] = history
+        namespace["agent_loop"] = agent_loop
+        try:
+            exec(compile(code, str(README), "exec"), namespace)
+        finally:
+            client.close()
+        assert api.rejections == [], api.rejections[:1]
+        assert len(api.accepted) == 30
+        assert namespace["deleted_range"] is not None  # it had to truncate

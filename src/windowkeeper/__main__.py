@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .cli._main import main
+from .cli import main
 
 main()

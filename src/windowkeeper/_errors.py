@@ -16,7 +16,8 @@
     ├── PlotUnavailableError (+ ImportError)    --plot without matplotlib installed (tools)
     ├── StorageError (+ OSError)                a backend could not read or write; nothing half-written (storage)
     ├── ConcurrentUpdateError                   another writer committed to the task first (storage)
-    └── UnknownModelWarning (+ UserWarning)     a model id no table knows: 128 000 tokens assumed (models)
+    ├── UnknownModelWarning (+ UserWarning)     a model id no table knows: 128 000 tokens assumed (models)
+    └── DistrustedUsageWarning (+ UserWarning)  reported usage far from the estimate: ignored (usage trust)
 
 ``TaskFolderError``, ``TraceError`` and ``CorruptStoreError`` are older names of
 :class:`UnreadableFileError`, kept so that code catching them works unchanged. The modules that
@@ -104,6 +105,10 @@ class ModelTableError(WindowkeeperError, ValueError):
         self.source = source
         self.entry = entry
         self.problem = problem
+
+
+class DistrustedUsageWarning(WindowkeeperError, UserWarning):  # noqa: N818 - a warning, not an error
+    """Reported usage far from the estimate of what was sent: ignored, with its likely cause."""
 
 
 class UnknownModelWarning(WindowkeeperError, UserWarning):  # noqa: N818 - a warning, not an error

@@ -36,7 +36,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
 
-from windowkeeper import ConfigurationError, Prepared, validate_messages
+from windowkeeper import ConfigurationError, DistrustedUsageWarning, Prepared, validate_messages
 from windowkeeper.adapters.langchain import WindowkeeperMiddleware, from_langchain
 
 SYSTEM = "You are a careful coding agent. Read the files you need, then answer."
@@ -68,6 +68,7 @@ class ScriptedToolModel(GenericFakeChatModel):
 
     steps: int = 30
     probe: Any = None
+    usage_share: float = 1.0  # below 1: a backend that under-reports
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedToolModel:
         return self
@@ -84,7 +85,7 @@ class ScriptedToolModel(GenericFakeChatModel):
         last = messages[-1]
         match = _STEP.match(last.content) if isinstance(last, ToolMessage) else None
         step = int(match[1]) + 1 if match else 1
-        size = len(json.dumps(from_langchain(messages))) + len(SYSTEM)
+        size = (len(json.dumps(from_langchain(messages))) + len(SYSTEM)) * self.usage_share
         usage = {
             "input_tokens": int(size / 3.2),
             "output_tokens": 40,
@@ -151,9 +152,11 @@ def build(
     *,
     steps: int = 30,
     checkpointer: InMemorySaver | None = None,
+    usage_share: float = 1.0,
+    model_class: type[ScriptedToolModel] = ScriptedToolModel,
 ) -> tuple[Any, Recorder]:
     recorder = Recorder(middleware)
-    model = ScriptedToolModel(messages=iter(()), steps=steps, probe=recorder)
+    model = model_class(messages=iter(()), steps=steps, probe=recorder, usage_share=usage_share)
     agent = create_agent(
         model,
         tools=[read_file],
@@ -207,6 +210,18 @@ def test_a_long_run_stays_in_the_window(options: dict[str, Any]) -> None:
     newest = [m for m in state["messages"] if isinstance(m, ToolMessage)][-1]
     assert last_sent[-1].id == newest.id
     assert last_sent[-1].content == newest.content
+
+
+def test_a_backend_that_under_reports_usage_stays_in_the_window() -> None:
+    """Usage at 2 % of the truth is distrusted: no request goes over the window."""
+    middleware = WindowkeeperMiddleware(context_window=WINDOW)
+    agent, recorder = build(middleware, steps=32, usage_share=0.02)
+    with pytest.warns(DistrustedUsageWarning):
+        agent.invoke({"messages": [HumanMessage("Summarize every part.")]}, config("low"))
+    assert len(recorder.requests) == 33  # each checked by check_request: none over the window
+    prepared = middleware.last_prepared("low")
+    assert prepared is not None
+    assert any(action.step == "usage-distrusted" for action in prepared.actions)
 
 
 def test_threads_have_their_own_sessions() -> None:
@@ -332,7 +347,9 @@ def test_reused_tool_call_ids_are_renamed_in_the_view() -> None:
 
 def test_changed_messages_are_copies_and_opaque_blocks_stay() -> None:
     """A direct call: a result too large for its share is clipped in a copy; others are shared."""
-    middleware = WindowkeeperMiddleware(context_window=WINDOW, max_output_tokens=1_000)
+    middleware = WindowkeeperMiddleware(
+        context_window=WINDOW, max_output_tokens=1_000, shrink_target=1.0
+    )
     thinking = {"type": "thinking", "thinking": "Let me look.", "signature": "c2ln"}
     first_answer = AIMessage(
         content=[
@@ -504,3 +521,27 @@ def test_the_docs_example_runs(
     assert "Pagination added." in out
     assert "8 messages in the thread" in out
     assert (tmp_path / "tasks" / "pagination").is_dir()
+
+
+class SendsLargeAnswers(ScriptedToolModel):
+    """A chat model that sends ``max_tokens`` with every request, as langchain-anthropic does."""
+
+    max_tokens: int = 6_000
+
+
+def test_the_reserve_is_what_the_wrapped_model_sends() -> None:
+    """A smaller max_output_tokens does not shrink the reserve below the model's max_tokens."""
+    middleware = WindowkeeperMiddleware(
+        context_window=WINDOW, max_output_tokens=1_000, shrink_target=1.0
+    )
+    agent, recorder = build(middleware, steps=24, model_class=SendsLargeAnswers)
+    agent.invoke({"messages": [HumanMessage("Summarize every part.")]}, config("big"))
+    sizes = [
+        (len(json.dumps(from_langchain(messages))) + len(SYSTEM)) / 3.0
+        for _thread, messages, _prepared in recorder.requests
+    ]
+    assert len(sizes) == 25
+    assert all(size + 6_000 < WINDOW for size in sizes)  # prompt + what the model may answer
+    prepared = middleware.last_prepared("big")
+    assert prepared is not None
+    assert prepared.estimated_tokens >= 6_000

@@ -37,7 +37,13 @@ from openai.types.responses import (
 )
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
 
-from windowkeeper import ConfigurationError, ContextSession, MalformedMessageError, Prepared
+from windowkeeper import (
+    ConfigurationError,
+    ContextSession,
+    DistrustedUsageWarning,
+    MalformedMessageError,
+    Prepared,
+)
 from windowkeeper.adapters.openai_agents import (
     WindowkeeperInputFilter,
     WindowkeeperRunHooks,
@@ -92,9 +98,9 @@ def read_file(path: str, step: int, steps: int) -> str:
 TOOL_JSON = json.dumps(read_file.params_json_schema)
 
 
-def usage_for(size: int) -> Usage:
-    """What a provider might report for a request of ``size`` characters."""
-    tokens = int(size / 3.2)
+def usage_for(size: int, share: float = 1.0) -> Usage:
+    """What a provider might report for a request of ``size`` characters (``share`` of it)."""
+    tokens = int(size / 3.2 * share)
     return Usage(
         requests=1,
         input_tokens=tokens,
@@ -121,9 +127,12 @@ def check_request(items: Sequence[Any], instructions: str | None, prepared: Prep
 class Script:
     """The model: ``steps`` reads after each user prompt, then an answer; checks each request."""
 
-    def __init__(self, windowkeeper: WindowkeeperInputFilter, steps: int) -> None:
+    def __init__(
+        self, windowkeeper: WindowkeeperInputFilter, steps: int, usage_share: float = 1.0
+    ) -> None:
         self.windowkeeper = windowkeeper
         self.steps = steps
+        self.usage_share = usage_share  # below 1: a backend that under-reports
         self.requests: list[tuple[str, list[Any]]] = []
 
     def model(self) -> ScriptedModel:
@@ -146,7 +155,7 @@ class Script:
         step = 1
         if last.get("type") == "function_call_output":
             step = int(last["output"].split(" ", 2)[1].split("/")[0]) + 1
-        usage = usage_for(len(json.dumps(items)) + len(INSTRUCTIONS))
+        usage = usage_for(len(json.dumps(items)) + len(INSTRUCTIONS), self.usage_share)
         if step > self.steps:
             return ModelStep(output=[assistant_message("All parts read.")], usage=usage)
         arguments = {"path": f"src/part_{step}.py", "step": step, "steps": self.steps}
@@ -156,8 +165,10 @@ class Script:
         )
 
 
-def build(windowkeeper: WindowkeeperInputFilter, steps: int) -> tuple[Agent[Any], Script]:
-    script = Script(windowkeeper, steps)
+def build(
+    windowkeeper: WindowkeeperInputFilter, steps: int, usage_share: float = 1.0
+) -> tuple[Agent[Any], Script]:
+    script = Script(windowkeeper, steps, usage_share)
     agent: Agent[Any] = Agent(
         name="reader", instructions=INSTRUCTIONS, model=script.model(), tools=[read_file]
     )
@@ -240,6 +251,18 @@ def test_a_long_run_stays_in_the_window(options: dict[str, Any]) -> None:
     prepared = windowkeeper.last_prepared()
     assert prepared is not None
     assert prepared.messages == last_sent
+
+
+def test_a_backend_that_under_reports_usage_stays_in_the_window() -> None:
+    """Usage at 2 % of the truth is distrusted: no request goes over the window."""
+    windowkeeper = WindowkeeperInputFilter(WINDOW)
+    agent, script = build(windowkeeper, steps=32, usage_share=0.02)
+    with pytest.warns(DistrustedUsageWarning):
+        run(agent, "Summarize every part.", windowkeeper)
+    assert len(script.requests) == 33  # each checked by check_request: none over the window
+    prepared = windowkeeper.last_prepared()
+    assert prepared is not None
+    assert any(action.step == "usage-distrusted" for action in prepared.actions)
 
 
 def test_concurrent_streamed_conversations_keyed_by_context() -> None:
@@ -435,7 +458,10 @@ def test_items_system_prompt_and_schemas() -> None:
     assert full.estimated_tokens > small.estimated_tokens + 500 + developer_tokens
 
     with pytest.raises(MalformedMessageError, match="type"):
-        windowkeeper(call_data(agent, [*items, {"type": "web_search_call", "id": "ws_1"}]))
+        windowkeeper(call_data(agent, [*items, {"type": "item_reference", "id": "ws_1"}]))
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed"}
+    carried = windowkeeper(call_data(agent, [*items, search, {"role": "user", "content": "ok"}]))
+    assert search in carried.input  # a hosted tool's item: sent back as it came
 
 
 def test_usage_goes_to_the_request_it_answers() -> None:

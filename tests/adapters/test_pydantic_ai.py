@@ -40,7 +40,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
-from windowkeeper import ConfigurationError, Prepared, validate_messages
+from windowkeeper import ConfigurationError, DistrustedUsageWarning, Prepared, validate_messages
 from windowkeeper.adapters.pydantic_ai import WindowkeeperCapability, from_pydantic_ai
 
 INSTRUCTIONS = "You are a careful coding agent. Read the files you need, then answer."
@@ -101,11 +101,16 @@ class Script:
     """The model: ``steps`` reads after each user prompt, then an answer; checks each request."""
 
     def __init__(
-        self, capability: WindowkeeperCapability[Any], steps: int, huge_at: int = 0
+        self,
+        capability: WindowkeeperCapability[Any],
+        steps: int,
+        huge_at: int = 0,
+        usage_share: float = 1.0,
     ) -> None:
         self.capability = capability
         self.steps = steps
         self.huge_at = huge_at
+        self.usage_share = usage_share  # below 1: a backend that under-reports
         self.requests: list[tuple[str | None, list[ModelMessage]]] = []
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -120,7 +125,7 @@ class Script:
             if isinstance(part, ToolReturnPart) and isinstance(part.content, str):
                 match = _STEP.match(part.content)
                 step = int(match[1]) + 1 if match else step
-        size = len(json.dumps(from_pydantic_ai(messages))) + len(INSTRUCTIONS)
+        size = (len(json.dumps(from_pydantic_ai(messages))) + len(INSTRUCTIONS)) * self.usage_share
         usage = RequestUsage(
             input_tokens=int(size / 3.2), output_tokens=40, cache_read_tokens=int(size / 9.6)
         )
@@ -139,9 +144,13 @@ class Script:
 
 
 def build(
-    capability: WindowkeeperCapability[Any], *, steps: int = 30, huge_at: int = 0
+    capability: WindowkeeperCapability[Any],
+    *,
+    steps: int = 30,
+    huge_at: int = 0,
+    usage_share: float = 1.0,
 ) -> tuple[Agent[None, str], Script]:
-    script = Script(capability, steps, huge_at)
+    script = Script(capability, steps, huge_at, usage_share)
     agent: Agent[None, str] = Agent(
         FunctionModel(script), instructions=INSTRUCTIONS, capabilities=[capability]
     )
@@ -196,6 +205,18 @@ def test_a_long_run_stays_in_the_window(options: dict[str, Any]) -> None:
     if options:
         assert session.deleted_range is not None
         assert len(last_sent) < len(messages) - 1
+
+
+def test_a_backend_that_under_reports_usage_stays_in_the_window() -> None:
+    """Usage at 2 % of the truth is distrusted: no request goes over the window."""
+    capability: WindowkeeperCapability[Any] = WindowkeeperCapability(WINDOW)
+    agent, script = build(capability, steps=32, usage_share=0.02)
+    with pytest.warns(DistrustedUsageWarning):
+        agent.run_sync("Summarize every part.", conversation_id="low")
+    assert len(script.requests) == 33  # each checked by check_request: none over the window
+    prepared = capability.last_prepared("low")
+    assert prepared is not None
+    assert any(action.step == "usage-distrusted" for action in prepared.actions)
 
 
 def test_a_large_result_is_clipped_in_a_copy() -> None:

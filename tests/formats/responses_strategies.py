@@ -254,7 +254,7 @@ def responses_inputs(draw: st.DrawFn, max_turns: int = 6) -> list[Item]:
     if draw(st.booleans()):
         items.extend(_carried(draw, numbers))
         items.extend(draw(_run(numbers, with_calls=False))[0])
-    items.extend(_carried(draw, numbers))
+    items.extend(_carried(draw, numbers, reasoning=False))  # the API refuses reasoning last
     return items
 
 

@@ -628,7 +628,7 @@ class TestErrors:
     @pytest.mark.parametrize(
         ("item", "path"),
         [
-            ({"type": "web_search_call", "id": "ws_1", "status": "completed"}, "input[1].type"),
+            ({"type": "item_reference", "id": "ws_1"}, "input[1].type"),
             ({"content": "x"}, "input[1].type"),
             ({"role": "tool", "content": "x"}, "input[1].role"),
             ({"type": "function_call", "name": "a", "arguments": "{}"}, "input[1].call_id"),
@@ -955,6 +955,7 @@ class TestWire:
                 "summary": [{"type": "summary_text", "text": "s", "extra": 1}],
                 "encrypted_content": None,
             },
+            output("a", "done"),
         ]
         assert responses_wire(items) == (
             [
@@ -965,6 +966,7 @@ class TestWire:
                     "id": "rs_1",
                     "summary": [{"type": "summary_text", "text": "s"}],
                 },
+                output("a", "done"),
             ],
             [],
         )
@@ -972,7 +974,7 @@ class TestWire:
     def test_what_the_api_does_not_take_is_dropped_and_reported(self) -> None:
         """Unknown items and parts are dropped; a list emptied so gets the notice."""
         items = [
-            {"type": "web_search_call", "id": "ws_1"},
+            {"type": "item_reference", "id": "ws_1"},
             {"role": "tool", "content": "x"},
             {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm"}]},
             {
@@ -995,7 +997,7 @@ class TestWire:
             output("a", EMPTY_MESSAGE_NOTICE),
         ]
         assert repairs == [
-            Repair("history[0]", "dropped: item type 'web_search_call' is not supported"),
+            Repair("history[0]", "dropped: item type 'item_reference' is not supported"),
             Repair("history[1]", "dropped: a message with role 'tool'"),
             Repair(
                 "history[2].content[0]",

@@ -267,6 +267,10 @@ RESPONSES_CASES: dict[str, tuple[list[Message], list[Message]]] = {
     "DuplicateToolUseId": ([_function_call("c1"), _function_call("c1"), _output("c1")], _PAIR),
     "ToolResultUnknown": ([_output("c1")], _PAIR),
     "ToolUseUnanswered": ([_function_call("c1")], _PAIR),
+    "TrailingReasoning": (
+        [*_PAIR, {"type": "reasoning", "id": "rs_1", "summary": []}],
+        [*_PAIR[:1], {"type": "reasoning", "id": "rs_1", "summary": []}, *_PAIR[1:]],
+    ),
 }
 
 

@@ -60,7 +60,6 @@ from windowkeeper import (
 from windowkeeper.formats import to_anthropic, validate_openai
 from windowkeeper.session._clipping import MIN_KEPT_CHARS
 from windowkeeper.session._tokens import CalibratedEstimator
-from windowkeeper.tools._replay import Ruler
 
 from ..conftest import examples
 from ..doubles import AnthropicDouble, OpenAIDouble
@@ -125,8 +124,11 @@ def _clipped(value: Any) -> Any:
     return value
 
 
-def irreducible(history: list[Message], system: Any, tools: Any, reserve: int) -> int:
-    """About the smallest request the session could send, by an uncalibrated estimator.
+def irreducible(
+    history: list[Message], system: Any, tools: Any, reserve: int, counter: Any = None
+) -> int:
+    """About the smallest request the session could send, by an uncalibrated estimator, or by
+    ``counter`` (the session's own, calibrated from what the double reported) when it says more.
 
     System, tools and reserve; messages 0 and 1 (never hidden), the answer the newest turn replies
     to, and the newest turn (the user messages after the last assistant one) with each long text
@@ -137,7 +139,10 @@ def irreducible(history: list[Message], system: Any, tools: Any, reserve: int) -
         start -= 1
     kept = sorted({*range(min(2, len(history))), *([start - 1] if start > 2 else [])})
     messages = [history[i] for i in kept] + [_clipped(m) for m in history[start:]]
-    return CalibratedEstimator().count(messages, system=system, tools=tools) + reserve
+    counted = CalibratedEstimator().count(messages, system=system, tools=tools)
+    if counter is not None:
+        counted = max(counted, counter.count(messages, system=system, tools=tools))
+    return counted + reserve
 
 
 @dataclass
@@ -212,10 +217,9 @@ class SessionMachine(RuleBasedStateMachine):
                 task_dir=folder if folder is not None else self.task_dir,
                 format=self.FORMAT,
                 clock=lambda: 0,  # timestamps then follow from the state alone
-                # What the default estimator learns is not persisted (a reopened session starts
-                # from its conservative prior), so the reopen law is stated with a counter that
-                # does not learn: then the state on disk is all a session's next request follows.
-                counter=Ruler(),
+                # The default estimator, which learns from every recorded usage: what it learnt
+                # is kept with the state, so a reopened session prepares the same requests.
+                counter=CalibratedEstimator(),
             )
 
     def keep(self, value: Any) -> Any:
@@ -415,7 +419,13 @@ class SessionMachine(RuleBasedStateMachine):
             event("prepare: overflow")
             assert isinstance(again, ContextOverflowError), "only the reopened session fits"
             messages, joined = self.anthropic_history()
-            bound = irreducible(messages, system if system is not None else joined, tools, reserve)
+            bound = irreducible(
+                messages,
+                system if system is not None else joined,
+                tools,
+                reserve,
+                self.session._counter,  # the estimator learns: judge by what it learnt
+            )
             limit = self.session.window.max_allowed_size
             assert bound >= IRREDUCIBLE_SHARE * limit, (
                 f"ContextOverflowError ({prepared.estimated_tokens:,} tokens) although the"

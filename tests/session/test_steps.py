@@ -112,7 +112,8 @@ class TestCustomSteps:
             }
             assert prepared.deleted_range is None
             clipped_so_far = len(prepared.clipped)
-            session.record_usage(TokenUsage(tokens_in=10, tokens_out=10))
+            used = true_tokens(prepared.messages, SYSTEM)
+            session.record_usage(TokenUsage(tokens_in=used, tokens_out=10))
             session.append(
                 {"role": "assistant", "content": [{"type": "text", "text": f"turn {turn}"}]}
             )

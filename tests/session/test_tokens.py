@@ -568,3 +568,39 @@ def test_is_a_token_counter() -> None:
     counter: TokenCounter = CalibratedEstimator()
     counter.observe([user("hi")], reported_input_tokens=10)
     assert counter.count([user("hi")]) == 10
+
+
+class TestStateValue:
+    def test_round_trip_through_json_estimates_alike(self) -> None:
+        """state_value -> JSON -> load_state: the same estimates, anchored ones included."""
+        import json as _json
+
+        learnt = CalibratedEstimator()
+        history: list[dict[str, object]] = [{"role": "user", "content": "task " + "t" * 900}]
+        for turn in range(5):
+            learnt.observe(history, reported_input_tokens=300 + 400 * turn)
+            history = [
+                *history,
+                {"role": "assistant", "content": "a" * 700},
+                {"role": "user", "content": "u" * 600},
+            ]
+        restored = CalibratedEstimator()
+        restored.load_state(_json.loads(_json.dumps(learnt.state_value())))
+        copy_of_history = _json.loads(_json.dumps(history))  # equal, not the same objects
+        assert restored.count(copy_of_history) == learnt.count(history)
+        assert restored.chars_per_token == learnt.chars_per_token
+        other = [{"role": "user", "content": "something else entirely"}]
+        assert restored.count(other) == learnt.count(other)
+
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            {"version": 2},
+            {"version": 1, "ratio": [1, 2], "margin": 0.1, "errors": []},
+            {"version": 1, "ratio": [0, 1, 1, 1, 1, 1], "margin": 0.1, "errors": []},
+            {"version": 1, "ratio": [1, 1, 1, 1, 1, 1], "margin": 0.1, "errors": [[1]]},
+        ],
+    )
+    def test_an_unreadable_value_raises_value_error(self, bad: dict[str, object]) -> None:
+        with pytest.raises(ValueError, match="calibration"):
+            CalibratedEstimator().load_state(bad)

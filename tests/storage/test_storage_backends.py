@@ -334,3 +334,32 @@ def test_a_commit_keeping_more_than_is_stored_is_our_error(tmp_path: Path, kind:
     assert loaded is not None
     assert (loaded.version, loaded.history) == (1, [TASK])
     store.close()
+
+
+class TestCalibrationPersists:
+    def test_a_reopened_session_estimates_as_the_closed_one(self, backend: Factory) -> None:
+        """What the estimator learnt is kept with the state: same ratio, same next estimate."""
+        from windowkeeper import CalibratedEstimator, ContextSession, TokenUsage
+
+        stored = ContextSession(20_000, store=backend("t"))
+        twin = ContextSession(20_000)  # the same calls, never closed
+        learnt = CalibratedEstimator()
+        for session in (stored, twin):
+            session.append(TASK)
+        for turn in range(6):
+            for session in (stored, twin):
+                prepared = session.prepare(max_output_tokens=500)
+                size = sum(len(str(m["content"])) for m in prepared.messages)
+                session.record_usage(TokenUsage(tokens_in=int(size / 4.2) + 900, tokens_out=30))
+                session.append(message("assistant", f"step {turn} " + "a" * 1_500))
+                session.append(message("user", f"more {turn} " + "b" * 1_500))
+        stored.close()
+        reopened = ContextSession(20_000, store=backend("t"), counter=learnt)
+        assert learnt.chars_per_token != 3.0  # not the prior
+        expected = twin.prepare(max_output_tokens=500)
+        again = reopened.prepare(max_output_tokens=500)
+        assert (again.estimated_tokens, again.messages) == (
+            expected.estimated_tokens,
+            expected.messages,
+        )
+        reopened.close()

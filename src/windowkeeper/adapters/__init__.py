@@ -21,6 +21,7 @@ is the machinery both share, private to the adapters (see docs/adapters.md for t
 from __future__ import annotations
 
 import hashlib
+import inspect
 import math
 import os
 import re
@@ -46,6 +47,7 @@ OPAQUE_PREFIX = "x-"
 touch (thinking, provider-native parts, system prompts inside the conversation): counted by the
 estimate, left out of what the session sends, and put back by the adapter where they stood."""
 
+_PROBE_WINDOW = 128_000  # a window for the probe session when the model decides it later
 _RESERVED_OPTIONS = frozenset({"context_window", "model", "task_dir", "store", "format"})
 _SAFE_FOLDER = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -212,7 +214,13 @@ class Sessions:
         store_factory: StoreFactory | None,
         session_factory: SessionFactory | None,
         options: Mapping[str, Any],
+        adapter: str = "adapter",
+        session_format: str = "anthropic",
     ) -> None:
+        try:
+            self._check(context_window, model, options, session_format)
+        except ConfigurationError as error:
+            raise ConfigurationError(f"{adapter}: {error}") from None
         given = [
             name
             for name, value in (
@@ -253,6 +261,29 @@ class Sessions:
         self._options = dict(options)
         self._conversations: dict[str, Conversation] = {}
         self._lock = threading.Lock()
+
+    @staticmethod
+    def _check(
+        context_window: Any, model: Any, options: Mapping[str, Any], session_format: str
+    ) -> None:
+        """Refuse now what the first model call would refuse: the window, the model, options.
+
+        A probe session (in memory, never used) is made with the options, so a misspelt option
+        or a bad value is named at construction rather than as a ``TypeError`` at the first call.
+        """
+        if model is not None and not isinstance(model, str):
+            raise ConfigurationError(f"model must be a model id string, got {type(model).__name__}")
+        allowed = set(inspect.signature(ContextSession.__init__).parameters) - {"self"}
+        unknown = sorted(set(options) - allowed - _RESERVED_OPTIONS)
+        if unknown:
+            known = ", ".join(sorted(allowed - _RESERVED_OPTIONS))
+            raise ConfigurationError(
+                f"unknown session option(s) {', '.join(unknown)} (ContextSession takes {known})"
+            )
+        if _RESERVED_OPTIONS.intersection(options) or "counter" in options:
+            return  # refused below, with its own message
+        window = context_window if context_window is not None else _PROBE_WINDOW
+        ContextSession(window, format=session_format, **options)  # type: ignore[arg-type]
 
     def get(self, key: str, *, model_hint: str | None = None) -> Conversation:
         """The conversation for ``key``, its session made (or resumed) on first use."""

@@ -615,9 +615,9 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     one, ``default_conversation_id``; ``default_thread_id`` is its deprecated older name), or per ``thread_key(request)`` when given. Persistence, at
     most one of: ``task_root`` (one task folder per thread, ``task_root/<thread id>``),
     ``store_factory`` (``thread id -> SessionStore``), ``session_factory`` (``thread id ->
-    ContextSession`` in the default Anthropic format, for full control). ``max_output_tokens``
-    is reserved for the answer (default: the request's ``max_tokens`` setting or the chat
-    model's ``max_tokens``); other keyword arguments go to each :class:`ContextSession`
+    ContextSession`` in the default Anthropic format, for full control). The output reserve is what the model sends (the request's ``max_tokens`` setting or the chat
+    model's ``max_tokens``), or ``max_output_tokens`` when the model exposes neither or it is
+    larger; other keyword arguments go to each :class:`ContextSession`
     (``max_result_share``, ``mask_keep_recent``, ``shrink_target``, ``detector``, ...).
 
     Not for sharing between agents whose conversations share a thread id (a subagent): give each
@@ -657,6 +657,7 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             store_factory=store_factory,
             session_factory=session_factory,
             options=session_options,
+            adapter="WindowkeeperMiddleware",
         )
         self._max_output_tokens = max_output_tokens
         self._default_thread = default
@@ -742,17 +743,22 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             conversation.record_usage(usage)
 
     def _reserve(self, request: ModelRequest[Any]) -> int | None:
-        if self._max_output_tokens is not None:
-            return self._max_output_tokens
+        """What the model reserves for its answer: its own ``max_tokens`` where it exposes it
+        (the provider counts that against the window), ``max_output_tokens`` when larger."""
         settings = request.model_settings or {}
+        sent = None
         for value in (
             settings.get("max_tokens"),
             settings.get("max_completion_tokens"),
             getattr(request.model, "max_tokens", None),
         ):
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-                return value
-        return None
+                sent = value
+                break
+        given = self._max_output_tokens
+        if sent is None or given is None:
+            return sent if given is None else given
+        return max(sent, given)
 
     def _tool_schemas(self, tools: Sequence[Any]) -> list[dict[str, Any]]:
         schemas = []

@@ -316,6 +316,8 @@ class WindowkeeperInputFilter:
             store_factory=store_factory,
             session_factory=session_factory,
             options=session_options,
+            adapter="WindowkeeperInputFilter",
+            session_format="responses",
         )
         self._max_output_tokens = max_output_tokens
         self._key = key

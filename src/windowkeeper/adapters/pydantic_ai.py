@@ -569,6 +569,7 @@ class WindowkeeperCapability(AbstractCapability[AgentDepsT]):
             store_factory=self.store_factory,
             session_factory=self.session_factory,
             options=self.session_options,
+            adapter="WindowkeeperCapability",
         )
 
     @classmethod

@@ -194,11 +194,38 @@ def format_request_header(request: NextRequest) -> str:
     if request.replaced_reads:
         hidden += f"; {request.replaced_reads} older file reads replaced for this request"
     lines.append(hidden)
+    problem = request.window_problem()
+    if problem is not None:
+        lines.append(f"warning: {problem}")
+    lines.append(format_actions(request))
     if request.awaiting_reply:
         lines.append(
             "the history ends with an assistant message: the request also carries the reply"
         )
     return "\n".join(lines)
+
+
+def format_actions(request: NextRequest) -> str:
+    """What shrank the request, one line per action with its reason and the tokens it freed."""
+    explained = request.explained()
+    if not explained:
+        return "actions: none"
+    return "\n".join(["actions:", *(f"  {item.line()}" for item in explained)])
+
+
+def format_request_summary_json(request: NextRequest) -> dict[str, Any]:
+    """The next request's numbers and actions, for ``--json``."""
+    return {
+        "policy": request.policy,
+        "context_window": request.window.context_window,
+        "max_allowed_size": request.window.max_allowed_size,
+        "messages": len(request.messages),
+        "history_length": request.history_length,
+        "estimated_tokens": request.estimated_tokens,
+        "over_window": request.over_window,
+        "deleted_range": list(request.deleted_range) if request.deleted_range else None,
+        "actions": [item.to_json() for item in request.explained()],
+    }
 
 
 def format_block(block: Any) -> str:
@@ -468,9 +495,9 @@ def _window_option(function: F) -> F:
     return click.option(
         "--window",
         type=click.IntRange(min=1, max=MAX_WINDOW),
-        default=DEFAULT_WINDOW,
-        show_default=True,
-        help="The model's context window, in tokens.",
+        default=None,
+        help="The model's context window, in tokens (default: the window a windowkeeper"
+        f" session stored in the folder, else {DEFAULT_WINDOW:,}).",
     )(function)
 
 
@@ -480,7 +507,8 @@ def _policy_option(function: F) -> F:
         type=_LateChoice(_policies),
         default=_DEFAULT_POLICY,
         show_default=True,
-        help="cline: the original's decisions; windowkeeper: the session with its pre-flight.",
+        help="cline: the original's decisions; windowkeeper: the session with its pre-flight;"
+        " cline-condense: the original with auto-condense (a summary replaces the history).",
     )(function)
 
 
@@ -489,8 +517,10 @@ def _policy_option(function: F) -> F:
 def cli() -> None:
     """Keep an LLM agent's conversation inside its model's context window.
 
-    PATH is a Cline task folder, a JSON file of Anthropic- or OpenAI-shaped messages, or a
-    SWE-agent .traj file.
+    PATH is a Cline task folder (a windowkeeper session's folder too), a JSON file of
+    Anthropic- or OpenAI-shaped messages, a SWE-agent .traj file, or a transcript of Claude
+    Code, Codex, Gemini CLI, OpenHands or Roo Code (--format: cline, anthropic, openai,
+    swe-agent, claude-code, codex, gemini-cli, openhands, roo; detected when not given).
     """
 
 
@@ -515,19 +545,25 @@ def inspect(*, path: Path, trace_format: str | None, as_json: bool, debug: bool)
 @_window_option
 @_policy_option
 @click.option("--stored", is_flag=True, help="Check the history as stored, not the next request.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @_replay_option
 @_debug_option
 def check(
     *,
     path: Path,
     trace_format: str | None,
-    window: int,
+    window: int | None,
     policy: str,
     stored: bool,
+    as_json: bool,
     replay: bool,
     debug: bool,
 ) -> None:
-    """Check the next request against the provider's rules; exit 1 with one line per violation."""
+    """Check the next request against the provider's rules and the window.
+
+    Exit 1 with one line per violation, and with the numbers when the request is larger than
+    the window.
+    """
     from ..rules._anthropic import validate_messages  # noqa: PLC0415 - loaded in its command
     from ..tools._inspection import unknown_blocks  # noqa: PLC0415
     from ..tools._preview import next_request  # noqa: PLC0415
@@ -535,21 +571,41 @@ def check(
 
     with reported(debug):
         trace = load_trace(path, trace_format)
+        request = None
         if stored:
             violations = validate_messages(list(trace.history), "history")
             what = f"the stored history ({len(trace.history)} messages)"
-            unknown = (*trace.unknown, *unknown_blocks(trace.history))
         else:
             request = next_request(trace, window=window, policy=policy, replay=replay)
             violations = request.violations()
             what = f"the next request ({len(request.messages)} messages, {request.policy} policy)"
-            unknown = (*trace.unknown, *unknown_blocks(trace.history))
+        unknown = (*trace.unknown, *unknown_blocks(trace.history))
+    problem = request.window_problem() if request is not None else None
+    failed = bool(violations) or problem is not None
+    if as_json:
+        report: dict[str, Any] = {
+            "ok": not failed,
+            "violations": [str(violation) for violation in violations],
+            "unknown": list(unknown),
+        }
+        if request is not None:
+            report["request"] = format_request_summary_json(request)
+        click.echo(format_json(report))
+        if failed:
+            raise SystemExit(1)
+        return
     if unknown:
         click.echo(format_unknown(unknown))
     if violations:
         click.echo(format_violations(violations))
+    if problem is not None:
+        click.echo(problem)
+    if not failed:
+        click.echo(f"ok: {what} follows the provider's rules and fits the window")
+    if request is not None and request.actions:
+        click.echo(format_actions(request))
+    if failed:
         raise SystemExit(1)
-    click.echo(f"ok: {what} follows the provider's rules")
 
 
 @cli.command()
@@ -565,32 +621,46 @@ def check(
     show_default=True,
     help="text for people; anthropic or openai for the JSON body of the request.",
 )
+@click.option(
+    "--json", "as_json", is_flag=True, help="The request's numbers and actions as one JSON object."
+)
 @_replay_option
 @_debug_option
 def view(
     *,
     path: Path,
     trace_format: str | None,
-    window: int,
+    window: int | None,
     policy: str,
     shape: str,
+    as_json: bool,
     replay: bool,
     debug: bool,
 ) -> None:
-    """Exactly what would be sent next."""
+    """Exactly what would be sent next, and why it lost what it lost.
+
+    Exit 1 (after showing it) when the request is larger than the window.
+    """
     from ..tools._preview import next_request  # noqa: PLC0415 - tools load in their command
     from ..tools._trace import load_trace  # noqa: PLC0415
 
     with reported(debug):
         trace = load_trace(path, trace_format)
         request = next_request(trace, window=window, policy=policy, replay=replay)
-        if shape == "anthropic":
+        if as_json:
+            text = format_json(format_request_summary_json(request))
+        elif shape == "anthropic":
             text = format_json(request.as_anthropic())
         elif shape == "openai":
             text = format_json(request.as_openai())
         else:
             text = format_request_text(request)
     click.echo(text)
+    problem = request.window_problem()
+    if problem is not None:
+        if shape != "text" or as_json:  # the text header carries it already
+            click.echo(f"warning: {problem}", err=True)
+        raise SystemExit(1)
 
 
 @cli.command(name="replay")
@@ -607,7 +677,9 @@ def view(
     "policies",
     type=_LateChoice(_policies),
     multiple=True,
-    help="Policy to replay (repeat to compare; default: cline).",
+    help="Policy to replay (repeat to compare; default: cline only). cline: the original's"
+    " decisions; windowkeeper: the session with its pre-flight; cline-condense: the original"
+    " with auto-condense on (a summary request replaces the history when it grows too large).",
 )
 @click.option(
     "--usage",
@@ -634,11 +706,13 @@ def replay_command(
     debug: bool,
 ) -> None:
     """Feed the history request by request (one request before each assistant message)."""
-    from ..tools._plot import plot_replays  # noqa: PLC0415 - tools load in their command
+    from ..tools._plot import check_plotting, plot_replays  # noqa: PLC0415 - in their command
     from ..tools._replay import UsageSource  # noqa: PLC0415
     from ..tools._trace import load_trace  # noqa: PLC0415
 
     with reported(debug):
+        if plot is not None:
+            check_plotting()  # before the replay, which can take a while
         trace = load_trace(path, trace_format)
         source = usage or (
             UsageSource.RECORDED if trace.has_recorded_usage else UsageSource.ESTIMATED

@@ -22,8 +22,11 @@ items (below) between them, make one assistant message: an ``output_text`` part 
 items becomes one user message of tool_result blocks (``tool_use_id`` = ``call_id``, ``content``
 = ``output``), and a user message with content right after them (notes between allowed) joins
 that message. An assistant run that is a single ``{"role": "assistant", "content": <str>}``
-becomes an assistant message with that string as content. Other item types (``web_search_call``,
-``local_shell_call``, ``item_reference``, ...) are refused.
+becomes an assistant message with that string as content. Items of hosted tools
+(``web_search_call``, ``file_search_call``, ``computer_call`` and its output, MCP items, ...:
+:data:`~windowkeeper.rules._responses.HOSTED_TYPES`) are the provider's own state: carried like
+reasoning items (below), sent back unchanged. Other item types (``item_reference``, ...) are
+refused.
 
 Parts. ``input_text`` and ``output_text`` become text blocks (which one comes back is decided by
 the message's side), ``input_image`` with a string ``image_url`` an image block (a ``data:<type>;
@@ -41,7 +44,7 @@ shape keeps only the keys the API defines anyway):
 
 - ``responses_before``, on a message or a block: the *carried* items (copies) that stood right
   before the item it starts: system and developer messages, ``reasoning`` and ``compaction``
-  items. On a message when that item starts the Anthropic message, else on the item's first
+  items, hosted tools' items. On a message when that item starts the Anthropic message, else on the item's first
   block, so a reasoning item travels with the call or message it precedes and leaves with it
   when truncation hides that message. ``responses_after``, on the last message: carried items
   after everything else. The text of system and developer messages is also joined (``"\\n\\n"``,
@@ -101,6 +104,7 @@ from ..rules._responses import (
     ASSISTANT_PARTS,
     CALL_TYPES,
     CARRIED_TYPES,
+    HOSTED_TYPES,
     ITEM_TYPES,
     OUTPUT_TYPES,
     ROLES,
@@ -125,6 +129,7 @@ __all__ = [
     "responses_wire",
     "to_anthropic",
     "validate_responses",
+    "without_trailing_reasoning",
 ]
 
 BEFORE_NOTE = "responses_before"
@@ -825,6 +830,8 @@ def responses_item(item: Any, path: str, repairs: list[Repair]) -> Message | Non
                 parts = [{"type": notice, "text": EMPTY_MESSAGE_NOTICE}]
             shaped["content"] = parts
         return shaped
+    if _one_of(kind, HOSTED_TYPES):
+        return dict(item)  # a hosted tool's item: the provider's own state, sent as it came
     keys = RESPONSES_ITEM_KEYS.get(kind) if isinstance(kind, str) else None
     if keys is None:
         repairs.append(Repair(path, f"dropped: item type {kind!r} is not supported"))
@@ -859,4 +866,23 @@ def responses_wire(
         kept = responses_item(item, f"{name}[{index}]", repairs)
         if kept is not None:
             shaped.append(kept)
-    return shaped, repairs
+    sent, dropped = without_trailing_reasoning(shaped, name)
+    return sent, [*repairs, *dropped]
+
+
+def without_trailing_reasoning(
+    items: list[Message], name: str = "input"
+) -> tuple[list[Message], tuple[Repair, ...]]:
+    """``items`` without the reasoning items at their end, which the API refuses (nothing
+    follows them to say what they were produced with), and a repair for each; ``items`` itself
+    when there is none."""
+    end = len(items)
+    while end and items[end - 1].get("type") == "reasoning":
+        end -= 1
+    if end == len(items):
+        return items, ()
+    dropped = tuple(
+        Repair(f"{name}[{index}]", "dropped: a reasoning item with nothing after it")
+        for index in range(end, len(items))
+    )
+    return items[:end], dropped

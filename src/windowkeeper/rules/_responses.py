@@ -32,11 +32,13 @@ __all__ = [
     "ASSISTANT_PARTS",
     "CALL_TYPES",
     "CARRIED_TYPES",
+    "HOSTED_TYPES",
     "ITEM_TYPES",
     "OUTPUT_TYPES",
     "ROLES",
     "RULES",
     "SYSTEM_ROLES",
+    "TRAILING_REASONING",
     "USER_PARTS",
     "DuplicateToolUseId",
     "InputItem",
@@ -45,6 +47,7 @@ __all__ = [
     "ResponsesEnding",
     "ToolResultUnknown",
     "ToolUseUnanswered",
+    "TrailingReasoning",
     "in_a",
     "item_kind",
     "one_of",
@@ -59,9 +62,27 @@ OUTPUT_TYPES = {
     "custom_tool_call_output": "custom_tool_call",
 }
 """Output item type -> the call item type it answers."""
-CARRIED_TYPES = frozenset({"reasoning", "compaction"})
+HOSTED_TYPES = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "computer_call",
+        "computer_call_output",
+        "code_interpreter_call",
+        "image_generation_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "mcp_list_tools",
+        "mcp_call",
+        "mcp_approval_request",
+        "mcp_approval_response",
+    }
+)
+"""Items of the provider's hosted tools: its own state, carried through unchanged."""
+CARRIED_TYPES = frozenset({"reasoning", "compaction", *HOSTED_TYPES})
 ITEM_TYPES = frozenset({"message", *CALL_TYPES, *OUTPUT_TYPES, *CARRIED_TYPES})
-"""The item types windowkeeper converts (the Responses API has more)."""
+"""The item types windowkeeper converts or carries (the Responses API has more)."""
+TRAILING_REASONING = "trailing-reasoning"
 USER_PARTS = frozenset({"input_text", "input_image", "input_file"})
 ASSISTANT_PARTS = frozenset({"output_text", "refusal"})
 
@@ -300,6 +321,8 @@ def _check_item(item: Any, kind: str | None, path: str, here: list[Violation]) -
         return
     if kind == "message":
         _check_message(item, path, here)
+    elif kind in HOSTED_TYPES:
+        return  # the provider's own items: their shape is its business
     elif kind in CARRIED_TYPES:
         key, expected = ("summary", list) if kind == "reasoning" else ("encrypted_content", str)
         if not isinstance(item.get(key), expected):
@@ -343,11 +366,35 @@ def _check_parts(
             here.append(Violation(f"{path}[{position}]", MALFORMED, detail))
 
 
+class TrailingReasoning:
+    """A reasoning item is followed by the item it was produced with: never last."""
+
+    name = TRAILING_REASONING
+
+    def check(self, entry: InputItem, /) -> Sequence[Found]:
+        """Nothing: only the whole input tells."""
+        return NOTHING
+
+    def finish(self, end: ResponsesEnding, /) -> Sequence[Found]:
+        """The reasoning items at the end of the input, with nothing after them."""
+        if not _is_request(end.items):
+            return NOTHING
+        found: list[Found] = []
+        index = len(end.items) - 1
+        while index >= 0 and item_kind(end.items[index]) == "reasoning":
+            path = f"{end.name}[{index}]"
+            detail = "a reasoning item with nothing after it (the API refuses it)"
+            found.append((index, PAIRING, 0, Violation(path, TRAILING_REASONING, detail)))
+            index -= 1
+        return found[::-1]
+
+
 RULES: tuple[Rule[InputItem, ResponsesEnding], ...] = (
     Malformed(),
     DuplicateToolUseId(),
     ToolResultUnknown(),
     ToolUseUnanswered(),
+    TrailingReasoning(),
 )
 """Every Responses rule that windowkeeper checks, in reporting order within an item."""
 
@@ -371,7 +418,10 @@ def validate_responses(items: Sequence[MessageInput], name: str = "input") -> li
       ``input_image``, ``input_file`` for user, system and developer messages and in outputs;
       ``output_text``, ``refusal`` for assistant ones), call ids, names, arguments and custom
       inputs are strings, reasoning items have a ``summary`` list and compaction items an
-      ``encrypted_content`` string (``malformed``).
+      ``encrypted_content`` string (``malformed``); items of hosted tools
+      (:data:`HOSTED_TYPES`: web and file search, computer use, MCP, ...) are not judged;
+    - a reasoning item is not the last item (``trailing-reasoning``): it is sent with the item
+      it was produced with, and the API refuses one with nothing after it.
 
     Not checked: what needs the server's state (items given by ``id`` when ``store`` is false,
     a reasoning item sent without the item it was produced with). Uses the rule names of

@@ -10,6 +10,7 @@ A model id is matched case-insensitively. When it is not a known id or alias, th
 routers and clouds add are peeled off one at a time, and the first form the table knows wins:
 
 - route prefixes: ``anthropic/``, ``openrouter/anthropic/``, ``models/``, Bedrock ARNs;
+- provider prefixes as frameworks write them: ``anthropic:``, ``openai:``, ``google-gla:``;
 - Bedrock region and vendor prefixes: ``us.anthropic.``, ``global.anthropic.``, ``openai.``;
 - tags and versions: ``:0``, ``-v1:0``, ``-1:0``, ``:free``, ``:thinking``, ``-v2``;
 - dates: ``-20250929``, ``-2024-08-06``, ``@20250929`` (so a dated snapshot falls back to its
@@ -80,6 +81,7 @@ class ModelInfo:
 # Each rewrite peels one decoration; candidates are tried with the fewest rewrites first.
 _REWRITES = (
     r"^[^/]+/(?P<rest>.+)$",  # route prefixes: anthropic/, openrouter/..., models/
+    r"^[a-z][a-z0-9_-]{0,30}:(?P<rest>[a-z].+)$",  # provider prefixes: anthropic:, google-gla:
     (  # Bedrock: us.anthropic., global.anthropic., openai., qwen.
         r"^(?:[a-z]{2,6}\.)?"
         r"(?:anthropic|openai|google|mistral|deepseek|qwen|xai|x-ai|meta|amazon|alibaba)\."
@@ -391,6 +393,16 @@ def lookup_model(
     return None if canonical is None else builtin.models[canonical]
 
 
+def warn_no_window() -> None:
+    """Warn that a session was given neither a model nor a window (128 000 tokens assumed)."""
+    warnings.warn(
+        f"no model and no context_window given: assuming a {DEFAULT_CONTEXT_WINDOW:,}-token"
+        " window; pass context_window=<tokens> or model=<id>",
+        UnknownModelWarning,
+        stacklevel=3,
+    )
+
+
 def model_window(
     model_id: str, *, overrides: Mapping[str, ModelInfo | Mapping[str, object]] | None = None
 ) -> ContextWindowInfo:
@@ -402,8 +414,9 @@ def model_window(
     info = lookup_model(model_id, overrides=overrides)
     if info is None:
         warnings.warn(
-            f"unknown model {model_id!r}: assuming a {DEFAULT_CONTEXT_WINDOW:,}-token context "
-            "window (give the window with overrides= or load_model_table())",
+            f"unknown model {model_id!r}: assuming a {DEFAULT_CONTEXT_WINDOW:,}-token context"
+            " window; give the window in tokens instead: context_window= (ContextSession and"
+            " every adapter take it), or model_window(model, overrides=...)",
             UnknownModelWarning,
             stacklevel=2,
         )

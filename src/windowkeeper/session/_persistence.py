@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .._errors import MalformedMessageError, TaskFolderError
 from ..core._incremental import Growing, Seen
@@ -33,6 +34,7 @@ class Loaded:
     history: list[Message]
     store: OverwriteStore | None
     state: SessionState | None
+    raw_state: dict[str, Any] | None = None  # as stored: its window and calibration too
 
 
 class Persistence:
@@ -59,6 +61,7 @@ class Persistence:
         store: OverwriteStore,
         *,
         may_extend: bool = True,
+        extras: Mapping[str, Any] | None = None,
     ) -> list[Message] | None:
         """Make ``history``, ``state`` and ``store`` durable together (one backend commit).
 
@@ -79,6 +82,8 @@ class Persistence:
             keep = self._committed.prefix(history)
             value = state_to_json(state, len(history))
             state_from_json(value, "the state to commit", len(history))  # what commits, loads
+            if extras:
+                value = {**value, **extras}
             commit = Commit(self._version, keep, history[keep:], value, store_json)
             try:
                 self._version = self.backend.commit(commit)
@@ -154,7 +159,8 @@ class Persistence:
         state = None
         if snapshot.state is not None:
             state = state_from_json(snapshot.state, f"{where} (session state)", len(history))
-        return Loaded(history, store, state)
+        raw = snapshot.state if isinstance(snapshot.state, dict) else None
+        return Loaded(history, store, state, raw)
 
     def loaded(self, history: list[Message], store: OverwriteStore | None) -> None:
         """Remember ``history`` and ``store`` as what the backend holds (after :meth:`load`)."""

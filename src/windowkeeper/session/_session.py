@@ -61,6 +61,7 @@ from ._arguments import (
     shrink_steps,
     window_of,
 )
+from ._models import warn_no_window
 from ._native_reads import NativeReadDetector
 from ._openai_history import OpenAIHistory, OpenAIShaper
 from ._persistence import Persistence, check_first
@@ -69,8 +70,10 @@ from ._request import RequestBuilder, finish_request, place_truncation_notice
 from ._sdk import MessageLike, UsageInput, message_from_sdk, usage_from_sdk
 from ._shrinking import Shrinker
 from ._state import SessionState, cut_state
+from ._state_extras import load_calibration, stored_window, with_extras
 from ._summary import AsyncSummarizer, Summarizer
 from ._tokens import CalibratedEstimator, TokenCounter
+from ._usage_trust import UsageTrust
 from .steps import (
     Action,
     ReplaceDuplicateReads,
@@ -227,9 +230,15 @@ class ContextSession:
         self._wire = WireShaper(shapes[format])
         self._state = SessionState()
         self._last: _LastRequest | None = None
+        self._usage_trust = UsageTrust()  # reported usage checked before it is believed
+        self._stored_window: ContextWindowInfo | None = None
         self._persistence = Persistence(backend) if backend is not None else None
         if self._persistence is not None:
             self._load(self._persistence)
+        if context_window is None and model is None:  # the stored window, else the default
+            if self._stored_window is None:
+                warn_no_window()
+            self._info = self._stored_window or self._info
 
     # -- what the session holds ------------------------------------------------------------
 
@@ -391,6 +400,7 @@ class ContextSession:
         self._requests.forget()
         self._state = state
         self._last = None
+        self._usage_trust.forget()
         self._manager.store = store
 
     def record_usage(self, usage: UsageInput, *, timestamp: int | None = None) -> None:
@@ -413,19 +423,35 @@ class ContextSession:
         else:
             state = self._ticked(state)
             sent_at = state.last_timestamp
+        distrusted = last is not None and self._usage_trust.judge(
+            parsed,
+            last.messages,
+            system=last.system,
+            tools=last.tools,
+            counter=self._counter,
+            context_window=self._info.context_window,
+        )
         state = replace(
             state,
-            usage=parsed,
+            usage=None if distrusted else parsed,  # a distrusted report decides nothing
             usage_timestamp=sent_at,
             usage_generation=last.generation if last is not None else state.generation,
         )
-        self._commit(state)
-        self._state = state
-        if last is not None:
+        snapshot = getattr(self._counter, "snapshot", None)
+        learnt = snapshot() if callable(snapshot) else None
+        if last is not None and not distrusted:  # learnt first: the commit keeps what it learnt
             reported = parsed.tokens_in + parsed.cache_writes + parsed.cache_reads
             self._counter.observe(
                 last.messages, system=last.system, tools=last.tools, reported_input_tokens=reported
             )
+        try:
+            self._commit(state)
+        except BaseException:
+            restore = getattr(self._counter, "restore", None)
+            if learnt is not None and callable(restore):
+                restore(learnt)
+            raise
+        self._state = state
 
     # -- building a request ----------------------------------------------------------------
 
@@ -513,7 +539,7 @@ class ContextSession:
         history = self._history
         compaction = self._compaction
         limit = self._info.max_allowed_size
-        actions: list[Action] = []
+        actions: list[Action] = list(self._usage_trust.pending())
         # feed: an in-band summary reply is folded in, the newest results clipped on arrival
         if compaction is not None:
             compaction.configure(limit)
@@ -602,11 +628,15 @@ class ContextSession:
         state = replace(state, requests=state.requests + 1)
         self._commit(state)
         self._state = state
+        self._usage_trust.forget()  # reported in these actions
         self._last = _LastRequest(messages, system, tools, now, state.generation)
         sent = self._to_openai.to_openai(messages) if self._openai is not None else messages
         wired, repairs = self._wire.shape(
             sent, "input" if self._format == "responses" else "messages"
         )
+        if self._format == "responses":
+            wired, dropped = responses.without_trailing_reasoning(wired)
+            repairs += dropped
         return Prepared(
             messages=wired,
             deleted_range=state.deleted_range,
@@ -670,9 +700,16 @@ class ContextSession:
         self._history = Growing(
             self._history[: len(self._history) if self._openai else checkpoint.history_length]
         )
+        snapshot = getattr(self._counter, "snapshot", None)
+        restore = getattr(self._counter, "restore", None)
+        learnt = snapshot() if callable(snapshot) and callable(restore) else None
+        if learnt is not None and checkpoint.counter_state is not None:
+            restore(checkpoint.counter_state)  # type: ignore[misc]  # before the commit keeps it
         try:
             self._commit(state, store)
         except BaseException:
+            if learnt is not None:
+                restore(learnt)  # type: ignore[misc]
             self._history = history_before
             if self._openai is not None:
                 self._openai = OpenAIHistory(openai_before, dialect=self._dialect)
@@ -681,9 +718,7 @@ class ContextSession:
         self._requests.forget()
         self._state = state
         self._last = None
-        restore = getattr(self._counter, "restore", None)
-        if checkpoint.counter_state is not None and callable(restore):
-            restore(checkpoint.counter_state)
+        self._usage_trust.forget()
         self._manager.store = store
 
     # -- persistence -----------------------------------------------------------------------
@@ -708,6 +743,7 @@ class ContextSession:
             state,
             store if store is not None else self._manager.store,
             may_extend=self._openai is None,
+            extras=with_extras({}, self._counter, self._info),
         )
         if taken is not None:  # another program appended: its messages are in the history now
             self._history = taken
@@ -732,6 +768,7 @@ class ContextSession:
             self._manager, self._counter, place_results=self._place_results
         )
         self._shrinker.requests = self._requests
+        self._usage_trust.forget()
         self._persistence = Persistence(persistence.backend)
         self._load(self._persistence)
 
@@ -750,3 +787,6 @@ class ContextSession:
         persistence.loaded(self._history, loaded.store)
         if loaded.state is not None:
             self._state = loaded.state
+            where = f"{persistence.backend.name} (session state)"
+            load_calibration(self._counter, loaded.raw_state, where)
+            self._stored_window = stored_window(loaded.raw_state)

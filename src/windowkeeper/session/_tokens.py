@@ -19,6 +19,8 @@ What is counted, per message (message-level extra keys such as ``ts`` or ``metri
   down to about 1.15 megapixels), the size read from the PNG, JPEG, GIF or WebP header of base64
   data; ``max_image_tokens`` when the size cannot be read (a URL source, an unknown format);
 - any other block as its JSON; a fixed overhead per message and per block;
+- the Responses items a message or block carries (``responses_before``/``responses_after``:
+  reasoning, compaction, hosted tools' items), as their JSON;
 - the system prompt (a string or text blocks) and each tool definition as JSON.
 
 How the estimate is made (:class:`CalibratedEstimator`): when the messages of the last observed
@@ -38,6 +40,7 @@ a copy). Nothing here mutates its inputs.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 import operator
@@ -47,6 +50,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 
 from .._errors import ConfigurationError, MalformedMessageError
 from ..core._messages import Message, SystemPrompt, check_message, shared_prefix
+from ..formats.responses import AFTER_NOTE, BEFORE_NOTE
 from ._images import MAX_IMAGE_TOKENS, image_dimensions, image_tokens
 
 __all__ = [
@@ -57,6 +61,7 @@ __all__ = [
     "image_tokens",
 ]
 
+_CARRIED_NOTES = (BEFORE_NOTE, AFTER_NOTE)
 _MESSAGE_OVERHEAD = 12  # bytes-equivalent: role and message framing
 _BLOCK_OVERHEAD = 12  # bytes-equivalent: block type and framing
 
@@ -70,6 +75,8 @@ _THINKING_PRIOR_TOKENS = 300.0  # "thinking counted" weighs like one such observ
 _MARGIN_QUANTILE = 0.9
 _MARGIN_WINDOW = 20
 _MAX_MARGIN = 0.3
+_STATE_VERSION = 1
+_CALIBRATION_FIELDS = ("bytes", "tokens", "a", "w", "residual_sum", "square_sum")  # as stored
 
 ThinkingPolicy = Literal["learn", "count", "ignore"]
 
@@ -132,9 +139,20 @@ def _string_field(block: Mapping[str, Any], key: str, path: str) -> str:
     return value
 
 
+def _carried(holder: Mapping[str, Any]) -> int:
+    """Bytes of the Responses items a message or block carries (reasoning, hosted tools' items):
+    they are sent with it, so they count."""
+    total = 0
+    for key in _CARRIED_NOTES:
+        items = holder.get(key)
+        if items:
+            total += _json_len(items)
+    return total
+
+
 def _block_units(block: Mapping[str, Any], path: str, max_image_tokens: int) -> _Units:
     kind = block.get("type")
-    text = _BLOCK_OVERHEAD
+    text = _BLOCK_OVERHEAD + (_carried(block) if _CARRIED_NOTES[0] in block else 0)
     if kind == "text":
         return _Units(text + _utf8_len(_string_field(block, "text", path)), 0, 0)
     if kind == "thinking":
@@ -175,9 +193,10 @@ def _block_units(block: Mapping[str, Any], path: str, max_image_tokens: int) -> 
 def _message_units(message: Message, path: str, max_image_tokens: int) -> _Units:
     check_message(message, path)
     content = message["content"]
+    overhead = _MESSAGE_OVERHEAD + _carried(message)
     if isinstance(content, str):
-        return _Units(_MESSAGE_OVERHEAD + _utf8_len(content), 0, 0)
-    text, thinking, images = _MESSAGE_OVERHEAD, 0, 0
+        return _Units(overhead + _utf8_len(content), 0, 0)
+    text, thinking, images = overhead, 0, 0
     for position, block in enumerate(content):
         units = _block_units(block, f"{path}.content[{position}]", max_image_tokens)
         text += units.text
@@ -255,8 +274,8 @@ class _Calibration:
         self.tokens = _PRIOR_BYTES * tokens_per_byte
         self.a = tokens_per_byte
         self.w = 0.0 if thinking == "ignore" else 1.0
-        self._residual_sum = _THINKING_PRIOR_TOKENS**2  # sum of x * r, x the thinking tokens
-        self._square_sum = _THINKING_PRIOR_TOKENS**2  # sum of x * x
+        self.residual_sum = _THINKING_PRIOR_TOKENS**2  # sum of x * r, x the thinking tokens
+        self.square_sum = _THINKING_PRIOR_TOKENS**2  # sum of x * x
 
     def predict(self, text: float, thinking: float) -> float:
         return self.a * (text + self.w * thinking)
@@ -264,9 +283,9 @@ class _Calibration:
     def add(self, text: float, thinking: float, tokens: float) -> None:
         if thinking and self.thinking == "learn":
             x = self.a * thinking
-            self._residual_sum += x * (tokens - self.a * text)
-            self._square_sum += x * x
-            self.w = min(1.0, max(0.0, self._residual_sum / self._square_sum))
+            self.residual_sum += x * (tokens - self.a * text)
+            self.square_sum += x * x
+            self.w = min(1.0, max(0.0, self.residual_sum / self.square_sum))
         size = text + self.w * thinking
         weight = min(1.0, _MAX_OBSERVATION_BYTES / size) if size > 0 else 1.0
         self.bytes = _DECAY * self.bytes + weight * size
@@ -290,6 +309,7 @@ class _Snapshot(NamedTuple):
     errors: tuple[tuple[float, float], ...]
     anchor: _Anchor | None
     first: _Anchor | None
+    detached: tuple[int, str] | None = None
 
 
 class CalibratedEstimator:
@@ -332,6 +352,7 @@ class CalibratedEstimator:
                 f"max_image_tokens must be an integer >= 0, got {max_image_tokens!r}"
             )
         self._calibration = _Calibration(1.0 / chars_per_token, thinking)
+        self._prior_ratio = 1.0 / chars_per_token
         self._min_margin = safety_margin
         self._margin = safety_margin
         self._errors: deque[tuple[float, float]] = deque(maxlen=_MARGIN_WINDOW)
@@ -339,6 +360,11 @@ class CalibratedEstimator:
         self._cache: dict[int, tuple[Message, _Units]] = {}
         self._anchor: _Anchor | None = None
         self._first: _Anchor | None = None
+        # A restored anchor knows its messages by count and digest only (see load_state); the
+        # first request that starts with them gives it its messages back.
+        self._detached: tuple[int, str] | None = None
+        self._detached_memo: dict[tuple[int, ...], tuple[tuple[Message, ...], bool]] = {}
+        self._digest_memo: tuple[tuple[Message, ...], str] | None = None
         self._last_count: tuple[list[Message], _Units] | None = None
         self._system_parts: tuple[Any, ...] | None = None
         self._system_units = _NO_UNITS
@@ -372,8 +398,9 @@ class CalibratedEstimator:
         """Estimated input tokens of a request with these messages, system prompt and tools."""
         _check_sequence(messages)
         system_units, tools_units = self._request_units(system, tools)
-        anchor = self._anchor
-        if anchor is not None and _is_prefix(anchor.messages, messages):
+        if self._anchored(messages):
+            anchor = self._anchor
+            assert anchor is not None
             added = self._units_of(messages, len(anchor.messages))
             self._prune(messages)
             text = added.text + system_units.text - anchor.system_units.text
@@ -412,7 +439,9 @@ class CalibratedEstimator:
         _check_sequence(messages)
         system_units, tools_units = self._request_units(system, tools)
         anchor = self._anchor
-        if anchor is not None and _is_prefix(anchor.messages, messages):
+        if anchor is not None and self._anchored(messages):
+            anchor = self._anchor
+            assert anchor is not None
             added = self._units_of(messages, len(anchor.messages))
             totals = _Units(
                 anchor.totals.text + added.text,
@@ -432,9 +461,33 @@ class CalibratedEstimator:
             tools_units,
             reported_input_tokens,
         )
+        self._detached = None
+        self._detached_memo.clear()
         if self._first is None:
             self._first = self._anchor
         self._prune(())
+
+    def least_tokens(
+        self,
+        messages: Sequence[Message],
+        *,
+        system: Any = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> int:
+        """The fewest input tokens a provider can plausibly report for this request.
+
+        Its text at the calibrated ratio (at most the starting one), without the margin, the thinking or the images (a
+        provider may count those for less); what reported usage is checked against
+        (see :mod:`windowkeeper.session._usage_trust`).
+        """
+        _check_sequence(messages)
+        system_units, tools_units = self._request_units(system, tools)
+        totals = self._totals(messages)
+        self._prune(messages)
+        # never above the starting ratio: a denser tokenizer learnt from earlier reports must
+        # not make an honest report look short
+        ratio = min(self._calibration.a, self._prior_ratio)
+        return math.floor(ratio * (totals.text + system_units.text + tools_units))
 
     def snapshot(self) -> object:
         """What it has learnt so far, for :meth:`restore` (a session's checkpoint keeps it)."""
@@ -444,6 +497,7 @@ class CalibratedEstimator:
             tuple(self._errors),
             self._anchor,
             self._first,
+            self._detached,
         )
 
     def restore(self, snapshot: object) -> None:
@@ -457,6 +511,83 @@ class CalibratedEstimator:
         self._errors = deque(snapshot.errors, maxlen=_MARGIN_WINDOW)
         self._anchor = snapshot.anchor
         self._first = snapshot.first
+        self._detached = snapshot.detached
+        self._detached_memo.clear()
+
+    def state_value(self) -> dict[str, Any]:
+        """What it has learnt, as JSON, for :meth:`load_state` in another process.
+
+        A session keeps it with its state, so a reopened session estimates as the one that was
+        closed: the ratio, the thinking weight, the margin and its recent errors, and the last
+        and first observed requests (the last by its number of messages and a digest of them).
+        """
+        calibration = self._calibration
+        anchor = self._anchor
+        detached = self._detached
+        if anchor is not None and detached is None:
+            known = self._digest_memo
+            if known is None or known[0] is not anchor.messages:
+                known = (anchor.messages, _digest(anchor.messages))
+                self._digest_memo = known
+            detached = (len(anchor.messages), known[1])
+        return {
+            "version": _STATE_VERSION,
+            "ratio": [getattr(calibration, name) for name in _CALIBRATION_FIELDS],
+            "margin": self._margin,
+            "errors": [list(error) for error in self._errors],
+            "anchor": None if anchor is None else [*_anchor_value(anchor), *(detached or (0, ""))],
+            "first": None if self._first is None else _anchor_value(self._first),
+        }
+
+    def load_state(self, value: Any) -> None:
+        """Resume from :meth:`state_value`; raises ``ValueError`` (naming the part) if unreadable."""
+        if not isinstance(value, dict) or value.get("version") != _STATE_VERSION:
+            raise ValueError("calibration: expected an object of version 1")
+        ratio = _numbers(value.get("ratio"), 6, "calibration.ratio")
+        margin = _numbers([value.get("margin")], 1, "calibration.margin")[0]
+        errors = value.get("errors")
+        if not isinstance(errors, list) or len(errors) > _MARGIN_WINDOW:
+            raise ValueError(f"calibration.errors: expected at most {_MARGIN_WINDOW} pairs")
+        pairs = [tuple(_numbers(e, 2, "calibration.errors[]")) for e in errors]
+        raw_anchor, raw_first = value.get("anchor"), value.get("first")
+        anchor = None if raw_anchor is None else _read_anchor(raw_anchor, 9, "calibration.anchor")
+        first = None if raw_first is None else _read_anchor(raw_first, 7, "calibration.first")
+        if ratio[0] <= 0 or ratio[2] <= 0 or not 0 <= ratio[3] <= 1 or ratio[5] <= 0:
+            raise ValueError("calibration.ratio: out of range")
+        calibration = _Calibration(ratio[2], self._calibration.thinking)
+        for name, number in zip(_CALIBRATION_FIELDS, ratio, strict=True):
+            setattr(calibration, name, number)
+        self._calibration = calibration
+        self._margin = margin
+        self._errors = deque(((e, w) for e, w in pairs), maxlen=_MARGIN_WINDOW)
+        self._anchor = anchor[0] if anchor is not None else None
+        self._detached = anchor[1] if anchor is not None else None
+        self._first = first[0] if first is not None else None
+        self._detached_memo.clear()
+
+    def _anchored(self, messages: Sequence[Message]) -> bool:
+        """Whether the last observed request's messages start ``messages``."""
+        anchor = self._anchor
+        if anchor is None:
+            return False
+        if self._detached is None:
+            return _is_prefix(anchor.messages, messages)
+        length, digest = self._detached
+        if len(messages) < length:
+            return False
+        head = tuple(messages[:length])
+        key = tuple(map(id, head))
+        known = self._detached_memo.get(key)
+        if known is None:
+            if len(self._detached_memo) > 16:
+                self._detached_memo.clear()
+            known = (head, _digest(head) == digest)
+            self._detached_memo[key] = known
+        if known[1]:
+            self._anchor = anchor._replace(messages=head)
+            self._detached = None
+            self._detached_memo.clear()
+        return known[1]
 
     # ------------------------------------------------------------------------------ internals
 
@@ -553,6 +684,51 @@ class CalibratedEstimator:
             return
         keep = {id(message) for message in (*anchored, *counted, *messages)}
         self._cache = {key: entry for key, entry in self._cache.items() if key in keep}
+
+
+def _digest(messages: Sequence[Message]) -> str:
+    """A digest of messages by value (what a restored anchor is recognised by)."""
+    text = json.dumps(
+        list(messages), ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=repr
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _anchor_value(anchor: _Anchor) -> list[Any]:
+    return [*anchor.totals, *anchor.system_units[::2], anchor.tools_units, anchor.reported]
+
+
+def _numbers(value: Any, count: int, what: str) -> list[float]:
+    if (
+        not isinstance(value, list)
+        or len(value) != count
+        or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            for v in value
+        )
+    ):
+        raise ValueError(f"{what}: expected {count} finite numbers")
+    return [float(v) for v in value]
+
+
+def _read_anchor(value: Any, count: int, what: str) -> tuple[_Anchor, tuple[int, str] | None]:
+    if not isinstance(value, list) or len(value) != count:
+        raise ValueError(f"{what}: expected {count} values")
+    counts = value[:7]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts):
+        raise ValueError(f"{what}: expected counts >= 0")
+    text, thinking, images, system_text, system_images, tools, reported = counts
+    anchor = _Anchor(
+        (), _Units(text, thinking, images), _Units(system_text, 0, system_images), tools, reported
+    )
+    if count == 7:
+        return anchor, None
+    length, digest = value[7:]
+    if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+        raise ValueError(f"{what}: expected a message count")
+    if not isinstance(digest, str) or len(digest) != 64:
+        raise ValueError(f"{what}: expected a sha256 digest")
+    return anchor, (length, digest)
 
 
 def _weighted_quantile(samples: Sequence[tuple[float, float]], quantile: float) -> float:

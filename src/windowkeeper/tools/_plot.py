@@ -7,6 +7,7 @@ plot is drawn, with the non-interactive Agg backend, and its absence raises
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from .._errors import PlotUnavailableError
 from ._replay import Replay, RequestRecord
 
-__all__ = ["PLOT_EXTRA", "PlotUnavailableError", "plot_replays"]
+__all__ = ["PLOT_EXTRA", "PlotUnavailableError", "check_plotting", "plot_replays"]
 
 PLOT_EXTRA = "pip install 'windowkeeper[plot]'"
 """The command that installs what plotting needs."""
@@ -123,6 +124,12 @@ def _replaced(record: RequestRecord) -> bool:
 
 def _overflow(record: RequestRecord) -> bool:
     return record.overflow
+
+
+def check_plotting() -> None:
+    """Raise :class:`PlotUnavailableError` now when matplotlib is missing (before a long replay)."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise PlotUnavailableError(f"plotting needs matplotlib: {PLOT_EXTRA}")
 
 
 def _pyplot() -> Any:

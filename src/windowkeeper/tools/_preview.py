@@ -14,12 +14,16 @@ from typing import Any
 from .._errors import ContextOverflowError, MalformedMessageError
 from ..core._messages import Message
 from ..core._truncation import DeletedRange, visible_start
+from ..core._window import DEFAULT_CONTEXT_WINDOW as DEFAULT_WINDOW
 from ..core._window import ContextWindowInfo, as_window_info
 from ..formats._wire import anthropic_wire, openai_wire
 from ..formats.openai import ARGUMENTS_NOTE, from_anthropic
 from ..rules._anthropic import TOOL_USE_UNANSWERED, Violation, validate_messages
 from ..session._session import ContextSession
+from ..session._state_extras import stored_window
+from ..session.steps import Action
 from ..storage import ReadOnlyStore, TaskFolderStore
+from ._actions import Explained, explain
 from ._replay import ClinePolicy, PolicyName, Replayer, Ruler, Sent, UsageSource, request_points
 from ._trace import Trace, TraceError
 
@@ -41,6 +45,28 @@ class NextRequest:
     estimated_tokens: int  # the replay ruler's count, system prompt and tools included
     awaiting_reply: bool
     """The history ends with an assistant message: the request will also carry the reply to it."""
+    actions: tuple[Action, ...] = ()
+    """What shrank this request, in order (see :mod:`windowkeeper.tools._actions`)."""
+
+    @property
+    def over_window(self) -> bool:
+        """Whether the request is larger than the model's window: the provider refuses it."""
+        return self.estimated_tokens > self.window.context_window
+
+    def window_problem(self) -> str | None:
+        """The line ``check`` and ``view`` report for a request over the window, or None."""
+        if not self.over_window:
+            return None
+        size, window = self.estimated_tokens, self.window.context_window
+        return (
+            f"the next request ({self.policy} policy) is about {size:,} tokens, over the"
+            f" {window:,}-token window ({size / window:.1f}x; limit {self.window.max_allowed_size:,.0f}):"
+            " the provider refuses it"
+        )
+
+    def explained(self) -> list[Explained]:
+        """Each action with its reason and the tokens it freed."""
+        return [explain(action) for action in self.actions]
 
     def history_index(self, position: int) -> int:
         """The index in the full history of ``messages[position]``."""
@@ -88,7 +114,7 @@ class NextRequest:
 def next_request(
     trace: Trace,
     *,
-    window: int | ContextWindowInfo,
+    window: int | ContextWindowInfo | None,
     policy: str = PolicyName.CLINE,
     replay: bool = False,
 ) -> NextRequest:
@@ -109,12 +135,16 @@ def next_request(
     limit and the window) when the policy cannot send the next request: the session found that
     nothing makes it fit, or the policy would send no message at all. Earlier requests of the
     replay that overflowed do not count: only the next one is shown.
+
+    On a folder where a ContextSession keeps its state, the ``cline`` and ``windowkeeper``
+    policies show that session's own next request (its range, folds, clips, usage), with the
+    window it stored when ``window`` is None. Elsewhere None means 128 000 tokens.
     """
-    info = as_window_info(window)
     history = trace.history
     name = PolicyName(policy)
-    if name is PolicyName.WINDOWKEEPER and trace.session_folder is not None:
-        return _stored_session_request(trace, info)
+    if trace.session_folder is not None and name in (PolicyName.CLINE, PolicyName.WINDOWKEEPER):
+        return _stored_session_request(trace, window)
+    info = as_window_info(window if window is not None else DEFAULT_WINDOW)
     resume = name is PolicyName.CLINE and (
         trace.deleted_range is not None or trace.store is not None
     )
@@ -154,10 +184,21 @@ def next_request(
         replaced_reads=sent.replaced_reads,
         estimated_tokens=record.estimated_tokens,
         awaiting_reply=bool(history) and history[-1].get("role") == "assistant",
+        actions=sent.actions or _replay_actions(sent),
     )
 
 
-def _stored_session_request(trace: Trace, info: ContextWindowInfo) -> NextRequest:
+def _replay_actions(sent: Sent) -> tuple[Action, ...]:
+    """The original's decisions for a request, as actions (they measure nothing)."""
+    actions = []
+    if sent.replaced_reads:
+        actions.append(Action("replaced-reads"))
+    if sent.truncated:
+        actions.append(Action("truncation", deleted_range=sent.deleted_range))
+    return tuple(actions)
+
+
+def _stored_session_request(trace: Trace, window: int | ContextWindowInfo | None) -> NextRequest:
     """What the ContextSession that keeps its state in the trace's folder sends next.
 
     The session is opened read-only (nothing in the folder changes) and prepares its request
@@ -166,6 +207,10 @@ def _stored_session_request(trace: Trace, info: ContextWindowInfo) -> NextReques
     assert trace.session_folder is not None
     store = ReadOnlyStore(TaskFolderStore(trace.session_folder))
     try:
+        if window is None:
+            snapshot = store.load()
+            window = stored_window(snapshot.state if snapshot is not None else None)
+        info = as_window_info(window if window is not None else DEFAULT_WINDOW)
         session = ContextSession(info, store=store)
         prepared = session.prepare(system=trace.system, tools=trace.tools)
     except MalformedMessageError as error:
@@ -188,6 +233,7 @@ def _stored_session_request(trace: Trace, info: ContextWindowInfo) -> NextReques
         replaced_reads=prepared.replaced_reads,
         estimated_tokens=Ruler().count(prepared.messages, system=trace.system, tools=trace.tools),
         awaiting_reply=bool(history) and history[-1].get("role") == "assistant",
+        actions=prepared.actions,
     )
 
 

@@ -45,6 +45,7 @@ Nothing here prints, and nothing given is modified.
 from __future__ import annotations
 
 import bisect
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -70,6 +71,8 @@ from ..core._usage import TokenUsage
 from ..core._window import ContextWindowInfo, as_window_info
 from ..session._session import ContextSession
 from ..session._tokens import CalibratedEstimator
+from ..session._usage_trust import DistrustedUsageWarning
+from ..session.steps import Action
 from ._scripted_summary import scripted_summary
 
 __all__ = [
@@ -143,6 +146,8 @@ class Sent:
     follow_up: Sent | None = None
     """A request the policy made right after this one, before the next recorded answer (the
     continuation after a summary)."""
+    actions: tuple[Action, ...] = ()
+    """What the session did to build it (the windowkeeper policy; see ``Prepared.actions``)."""
 
 
 class Policy(Protocol):
@@ -442,7 +447,9 @@ class WindowkeeperPolicy:
         """Record the previous request's usage, append what is new, and prepare the request."""
         session = self.session
         if usage is not None:
-            session.record_usage(usage, timestamp=timestamp)
+            with warnings.catch_warnings():  # a trace's odd usage: the request's actions say so
+                warnings.simplefilter("ignore", DistrustedUsageWarning)
+                session.record_usage(usage, timestamp=timestamp)
         session.extend(history[self._fed :])
         self._fed = len(history)
         self._now = timestamp
@@ -455,7 +462,13 @@ class WindowkeeperPolicy:
             truncated = session.deleted_range != range_before
             return Sent([], session.deleted_range, truncated, 0, error.estimated_tokens, error)
         replaced = _read_replacements(store) - before
-        return Sent(prepared.messages, prepared.deleted_range, prepared.range_changed, replaced)
+        return Sent(
+            prepared.messages,
+            prepared.deleted_range,
+            prepared.range_changed,
+            replaced,
+            actions=prepared.actions,
+        )
 
 
 def make_policy(
