@@ -468,11 +468,14 @@ class TestDemo:
 
 
 class TestNextRequestReplays:
-    """check and view ask the policy at most twice unless every request is to be replayed."""
+    """check and view: the original's policy replays every request, the session asks one."""
 
-    def test_two_requests_unless_asked(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Without replay the policy asks the next request (and the last, to size it, when no usage
-        was recorded); with it, every request."""
+    def test_the_session_asks_once_the_original_replays(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The original's range grows request by request, so its next request needs them all
+        (asking only the last gave a request 3.5x the window where the replay fits); the
+        session decides from the next request alone, unless every request is asked for."""
         from windowkeeper.tools import _preview
 
         history = conversation(20)
@@ -486,10 +489,10 @@ class TestNextRequestReplays:
 
         monkeypatch.setattr(_preview.Replayer, "request", counted)
         _preview.next_request(trace, window=WINDOW)
-        assert asked == [request_points(history)[-1], len(history)]  # no usage: estimate it
+        assert asked == [*request_points(history), len(history)]
         asked.clear()
         _preview.next_request(trace, window=WINDOW, policy="windowkeeper")
         assert asked == [len(history)]
         asked.clear()
-        _preview.next_request(trace, window=WINDOW, replay=True)
+        _preview.next_request(trace, window=WINDOW, policy="windowkeeper", replay=True)
         assert asked == [*request_points(history), len(history)]

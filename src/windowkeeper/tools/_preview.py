@@ -123,13 +123,11 @@ def next_request(
     The ``cline`` policy resumes from what a Cline task folder stored (its deleted range and
     overwrites) and decides from the last request's recorded usage, as Cline does on its next
     request. Where nothing was stored (a history-only folder, a message file) and for the
-    ``windowkeeper`` policy, the policy starts fresh at the next request, deciding from the
-    size of the request before: the one recorded, or, for the ``cline`` policy when none was
-    recorded, the estimate of asking the trace's last request again first (at most two
-    requests, whatever the length of the trace). With ``replay=True`` it first replays every
-    request of the trace, as :func:`~windowkeeper.tools._replay.replay` does, so that the next
-    request follows from every decision the policy would have made (slower: one request per
-    model call).
+    original's policies (``cline``, ``cline-condense``), every request of the trace is replayed
+    first, as :func:`~windowkeeper.tools._replay.replay` does: the original's range grows
+    request by request, so only a replay gives the one it would stand at. The ``windowkeeper``
+    policy starts fresh at the next request (one request, whatever the length of the trace),
+    unless ``replay=True`` asks for every request before it.
 
     Raises :class:`~windowkeeper.ContextOverflowError` (naming the trace, with the estimate, the
     limit and the window) when the policy cannot send the next request: the session found that
@@ -162,11 +160,11 @@ def next_request(
     try:
         if not resume:
             points = request_points(history)
-            # The size of the request before: recorded, or else estimated by asking it again.
-            warm_up = (
-                points[-1:] if not trace.has_recorded_usage and name is PolicyName.CLINE else []
-            )
-            for length in points if replay else warm_up:
+            # The original's range grows request by request from the usage of each: only a
+            # replay of every request gives the range it would stand at now. The session
+            # decides from the request itself, so it starts at the next one.
+            full = replay or name is not PolicyName.WINDOWKEEPER
+            for length in points if full else []:
                 replayer.request(length)
         sent, record = replayer.request(len(history))
     except MalformedMessageError as error:  # a message the session refuses (it checks more)
