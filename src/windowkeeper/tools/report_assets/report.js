@@ -1,5 +1,6 @@
 "use strict";
 (function () {
+  const started = performance.now();
   const data = JSON.parse(document.getElementById("data").textContent);
   const SVGNS = "http://www.w3.org/2000/svg";
   const MARKERS = {
@@ -88,7 +89,6 @@
         " tokens sent; cache read " + fmt(d.cache_read) + ", written " + fmt(d.cache_write) +
         "; reported " + fmt(r.reported_tokens) + (marks.length ? "; " + marks.map((m) => MARKERS[m][1]).join(", ") : "");
       g.appendChild(title);
-      g.setAttribute("aria-label", title.textContent);
       g.appendChild(svg("rect", { class: "sent", x: x, width: step - 1, y: y(r.estimated_tokens), height: y(0) - y(r.estimated_tokens), fill: "#9cc3e6" }));
       g.appendChild(svg("rect", { x: x, width: step - 1, y: y(d.cache_read), height: y(0) - y(d.cache_read), fill: "#2b5d8a" }));
       marks.forEach((m, k) => {
@@ -126,7 +126,7 @@
     return JSON.stringify(b);
   }
   const textOf = (m) => (typeof m.content === "string" ? m.content : (m.content || []).map(blockText).join("\n"));
-  const LONG = 2000;
+  const LONG = 400; // characters shown before "show all": the rest stays in the embedded JSON
 
   function messageNode(label, message, original) {
     const box = el("div", { class: "msg" + (original ? " changed" : "") });
@@ -142,7 +142,9 @@
     if (original) {
       const was = el("details", {});
       was.appendChild(el("summary", {}, "what it replaced"));
-      was.appendChild(el("div", {}, textOf(original).slice(0, LONG)));
+      was.addEventListener("toggle", () => {
+        if (was.open && was.childNodes.length === 1) was.appendChild(el("div", {}, textOf(original).slice(0, 20 * LONG)));
+      });
       box.appendChild(was);
     }
     return box;
@@ -208,5 +210,6 @@
   // A link such as report.html#request=0-80 opens request 81 of the first policy.
   const wanted = /^#request=(\d+)-(\d+)$/.exec(window.location.hash);
   if (wanted && bars[Number(wanted[1])] && bars[Number(wanted[1])][Number(wanted[2])]) open(Number(wanted[1]), Number(wanted[2]));
+  document.body.setAttribute("data-render-ms", String(Math.round(performance.now() - started)));
   document.body.setAttribute("data-ready", "true");
 })();
