@@ -56,3 +56,30 @@ class TestReportCommand:
         assert payload is not None
         data = json.loads(payload.group(1).replace("<\\/", "</"))
         assert data["policies"][0]["replay"] == json.loads(printed.output.splitlines()[0])
+
+    def test_session_actions_become_markers(self, tmp_path: Path) -> None:
+        """A windowkeeper request that shrank lists its ``Prepared.actions`` and their markers."""
+        source = write_json(tmp_path / "task.json", conversation(20, prompt_step=4_000))
+        target = tmp_path / "out.html"
+        result = CliRunner().invoke(
+            cli,
+            [
+                "report",
+                str(source),
+                "--window",
+                "64000",
+                "--policy",
+                "windowkeeper",
+                "-o",
+                str(target),
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        payload = re.search(r'id="data">(.*?)</script>', target.read_text(encoding="utf-8"), re.S)
+        assert payload is not None
+        policy = json.loads(payload.group(1).replace("<\\/", "</"))["policies"][0]
+        acted = [d for d in policy["details"] if d["actions"]]
+        assert acted
+        truncated = [i for i, r in enumerate(policy["replay"]["requests"]) if r["truncated"]]
+        assert all("truncated" in policy["details"][i]["kinds"] for i in truncated)
+        assert all(a["step"] for d in acted for a in d["actions"])

@@ -9,6 +9,9 @@
     summarize: ["\u2605", "summary asked"],
     continuation: ["\u25A0", "folded"],
     overflow: ["\u2716", "over the window"],
+    masked: ["\u25B2", "outputs masked"],
+    clipped: ["\u2702", "blocks clipped"],
+    distrusted: ["?", "usage distrusted"],
     cache_break: ["\u25CB", "cache break"],
   };
   const fmt = (n) => (n === null || n === undefined ? "-" : Number(n).toLocaleString("en-US"));
@@ -30,6 +33,7 @@
     if (record.replaced_reads) found.push("replaced");
     if (record.condense) found.push(record.condense);
     if (record.overflow) found.push("overflow");
+    (detail.kinds || []).forEach((k) => { if (MARKERS[k] && found.indexOf(k) < 0) found.push(k); });
     if (detail.cache_break) found.push("cache_break");
     return found;
   }
@@ -184,6 +188,11 @@
       "against request " + i + ": the first " + d.common + " messages are unchanged (reused by the cache)" +
       (d.cache_break ? "; the cache breaks at message " + d.common + " (the previous request's messages from there on are not sent as they were)" : "; nothing earlier changed");
     view.appendChild(diff);
+    (d.actions || []).forEach((a) => {
+      view.appendChild(el("p", { class: "action" }, "action " + a.step + ": messages " + (a.messages.join(", ") || "none") +
+        " changed; estimate " + fmt(a.tokens_before) + " \u2192 " + fmt(a.tokens_after) + " tokens" +
+        (a.clips.length ? "; clipped " + a.clips.map((c) => "history[" + c[0] + "] block " + c[1] + " to " + fmt(c[2]) + " characters").join(", ") : "")));
+    });
     const ranges = growth(pol, i);
     const list = el("div", { id: "messages" });
     let position = 0;
