@@ -147,3 +147,17 @@ class TestReportInChromium:
         assert cells["tokens sent"] == f"{summary['estimated_tokens_sent']:,}"
         assert cells["truncations"] == f"{summary['truncations']:,}"
         assert cells["replaced reads"] == f"{summary['replaced_reads']:,}"
+
+
+def test_a_7000_message_task_renders_fast_and_stays_small(tmp_path: Path) -> None:
+    """A 7,002-message task: the file is under 20 MB and its script renders in under 5 s."""
+    from ..traces import conversation, write_json
+
+    source = write_json(tmp_path / "big.json", conversation(3_500, prompt_step=300))
+    page = report(load_trace(source), tmp_path / "big.html", window=128_000)
+    assert page.stat().st_size < 20_000_000
+    dom, _ = dump_dom(page, "request=0-3000", tmp_path)
+    rendered = re.search(r'data-render-ms="(\d+)"', dom)
+    assert rendered is not None
+    assert int(rendered.group(1)) < 5_000
+    assert len(re.findall(r"<g class=\"bar[^\"]*\" tabindex=\"0\"", dom)) == 3_501  # + the answer

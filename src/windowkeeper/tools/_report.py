@@ -29,6 +29,7 @@ from typing import Any
 from ..core._messages import Message
 from ..core._truncation import DeletedRange
 from ..core._usage import TokenUsage
+from ..session._session import ContextSession, Prepared
 from ..storage._files import atomic_write_text
 from ._replay import PolicyName, Replayer, Sent, UsageSource, request_points
 from ._trace import Trace
@@ -44,23 +45,55 @@ class PriceModel:
     cache_write: float = 1.25
 
 
+_STEP_MARKERS = {
+    "duplicate-reads": "replaced",
+    "mask-outputs": "masked",
+    "hide-turns": "truncated",
+    "clip-blocks": "clipped",
+    "clip-on-arrival": "clipped",
+    "reported-usage-reads": "replaced",
+    "reported-usage-truncation": "truncated",
+    "summarize": "continuation",
+}
+"""The timeline marker of each shrink step's actions (``Prepared.actions``)."""
+
+
 class _Observed:
-    """A policy that remembers what it was asked and what it sent (for the report)."""
+    """A policy that remembers what it was asked and what it sent (for the report).
+
+    A session's :class:`~windowkeeper.Prepared` of each request is kept too (its ``actions``
+    and flags give the markers), by watching the session's ``prepare``.
+    """
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.calls: list[tuple[TokenUsage | None, Sent]] = []
+        self.prepared: list[Prepared | None] = []
+        self._latest: list[Prepared] = []
+        session = getattr(inner, "session", None)
+        if isinstance(session, ContextSession):
+            prepare = session.prepare
+
+            def watched(*args: Any, **kwargs: Any) -> Prepared:
+                found = prepare(*args, **kwargs)
+                self._latest.append(found)
+                return found
+
+            setattr(session, "prepare", watched)  # noqa: B010 - an instance's method, watched
 
     @property
     def name(self) -> str:
         return str(self.inner.name)
 
     def send(self, history: Sequence[Message], *, usage: TokenUsage | None, timestamp: int) -> Sent:
+        self._latest.clear()
         sent: Sent = self.inner.send(history, usage=usage, timestamp=timestamp)
         self.calls.append((usage, sent))
+        self.prepared.append(self._latest[-1] if self._latest else None)
         follow = sent.follow_up
         while follow is not None:
             self.calls.append((None, follow))
+            self.prepared.append(None)
             follow = follow.follow_up
         return sent
 
@@ -141,8 +174,11 @@ def _policy_data(
     variants: dict[str, int] = {}  # a changed message's JSON -> its place in "variants"
     cost = 0.0
     reused = 0
-    for record, (driving, sent) in zip(result.requests, observed.calls, strict=True):
+    for record, (driving, sent), prepared in zip(
+        result.requests, observed.calls, observed.prepared, strict=True
+    ):
         entry, previous = _request_entry(history[: record.index], sent, previous, variants)
+        entry.update(_prepared_entry(prepared))
         tokens = record.estimated_tokens
         share = entry["common"] / entry["count"] if entry["count"] else 0.0
         read = round(tokens * share)
@@ -163,6 +199,30 @@ def _policy_data(
         "cache_reuse": round(reused / sent_total, 4) if sent_total else 0.0,
         "history_length": len(history),
     }
+
+
+def _prepared_entry(prepared: Prepared | None) -> dict[str, Any]:
+    """The markers and the list of actions of a session's request (none for other policies)."""
+    if prepared is None:
+        return {"kinds": [], "actions": []}
+    kinds = [_STEP_MARKERS.get(action.step, action.step) for action in prepared.actions]
+    if prepared.clipped:
+        kinds.append("clipped")
+    if prepared.ignored_stale_usage:
+        kinds.append("distrusted")
+    if prepared.summary_requested:
+        kinds.append("summarize")
+    actions = [
+        {
+            "step": action.step,
+            "messages": list(action.messages),
+            "tokens_before": action.tokens_before,
+            "tokens_after": action.tokens_after,
+            "clips": [[c.message_index, c.block_index, c.kept] for c in action.clips],
+        }
+        for action in prepared.actions
+    ]
+    return {"kinds": sorted(set(kinds)), "actions": actions}
 
 
 def _history_json(history: Sequence[Message]) -> list[Any]:

@@ -1,5 +1,6 @@
 "use strict";
 (function () {
+  const started = performance.now();
   const data = JSON.parse(document.getElementById("data").textContent);
   const SVGNS = "http://www.w3.org/2000/svg";
   const MARKERS = {
@@ -8,6 +9,9 @@
     summarize: ["\u2605", "summary asked"],
     continuation: ["\u25A0", "folded"],
     overflow: ["\u2716", "over the window"],
+    masked: ["\u25B2", "outputs masked"],
+    clipped: ["\u2702", "blocks clipped"],
+    distrusted: ["?", "usage distrusted"],
     cache_break: ["\u25CB", "cache break"],
   };
   const fmt = (n) => (n === null || n === undefined ? "-" : Number(n).toLocaleString("en-US"));
@@ -29,6 +33,7 @@
     if (record.replaced_reads) found.push("replaced");
     if (record.condense) found.push(record.condense);
     if (record.overflow) found.push("overflow");
+    (detail.kinds || []).forEach((k) => { if (MARKERS[k] && found.indexOf(k) < 0) found.push(k); });
     if (detail.cache_break) found.push("cache_break");
     return found;
   }
@@ -88,7 +93,6 @@
         " tokens sent; cache read " + fmt(d.cache_read) + ", written " + fmt(d.cache_write) +
         "; reported " + fmt(r.reported_tokens) + (marks.length ? "; " + marks.map((m) => MARKERS[m][1]).join(", ") : "");
       g.appendChild(title);
-      g.setAttribute("aria-label", title.textContent);
       g.appendChild(svg("rect", { class: "sent", x: x, width: step - 1, y: y(r.estimated_tokens), height: y(0) - y(r.estimated_tokens), fill: "#9cc3e6" }));
       g.appendChild(svg("rect", { x: x, width: step - 1, y: y(d.cache_read), height: y(0) - y(d.cache_read), fill: "#2b5d8a" }));
       marks.forEach((m, k) => {
@@ -126,7 +130,7 @@
     return JSON.stringify(b);
   }
   const textOf = (m) => (typeof m.content === "string" ? m.content : (m.content || []).map(blockText).join("\n"));
-  const LONG = 2000;
+  const LONG = 400; // characters shown before "show all": the rest stays in the embedded JSON
 
   function messageNode(label, message, original) {
     const box = el("div", { class: "msg" + (original ? " changed" : "") });
@@ -142,7 +146,9 @@
     if (original) {
       const was = el("details", {});
       was.appendChild(el("summary", {}, "what it replaced"));
-      was.appendChild(el("div", {}, textOf(original).slice(0, LONG)));
+      was.addEventListener("toggle", () => {
+        if (was.open && was.childNodes.length === 1) was.appendChild(el("div", {}, textOf(original).slice(0, 20 * LONG)));
+      });
       box.appendChild(was);
     }
     return box;
@@ -182,6 +188,11 @@
       "against request " + i + ": the first " + d.common + " messages are unchanged (reused by the cache)" +
       (d.cache_break ? "; the cache breaks at message " + d.common + " (the previous request's messages from there on are not sent as they were)" : "; nothing earlier changed");
     view.appendChild(diff);
+    (d.actions || []).forEach((a) => {
+      view.appendChild(el("p", { class: "action" }, "action " + a.step + ": messages " + (a.messages.join(", ") || "none") +
+        " changed; estimate " + fmt(a.tokens_before) + " \u2192 " + fmt(a.tokens_after) + " tokens" +
+        (a.clips.length ? "; clipped " + a.clips.map((c) => "history[" + c[0] + "] block " + c[1] + " to " + fmt(c[2]) + " characters").join(", ") : "")));
+    });
     const ranges = growth(pol, i);
     const list = el("div", { id: "messages" });
     let position = 0;
@@ -208,5 +219,6 @@
   // A link such as report.html#request=0-80 opens request 81 of the first policy.
   const wanted = /^#request=(\d+)-(\d+)$/.exec(window.location.hash);
   if (wanted && bars[Number(wanted[1])] && bars[Number(wanted[1])][Number(wanted[2])]) open(Number(wanted[1]), Number(wanted[2]));
+  document.body.setAttribute("data-render-ms", String(Math.round(performance.now() - started)));
   document.body.setAttribute("data-ready", "true");
 })();
