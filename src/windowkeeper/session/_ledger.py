@@ -27,7 +27,8 @@ Each list is in the order first seen, without repeats; long texts are clipped (a
 longer than :data:`INSTRUCTION_CHARS` keeps its head and its tail, with a note of what was cut).
 A :class:`LedgerBuilder` reads one message at a time (``feed``), so a session can keep its
 ledger up to date on every append at the cost of the new message only; :func:`build_ledger`
-feeds a whole history. Nothing here modifies a message.
+feeds a whole history. Nothing here modifies a message. The ledger's text and the must-keep
+check live in :mod:`windowkeeper.session._ledger_text` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -43,13 +44,24 @@ from typing import Any
 from ..core._cline_text import EDIT_TOOLS, READ_TOOL, parse_header
 from ..core._messages import Message
 from ._cline_calls import xml_tool_calls
+from ._ledger_text import (
+    LEDGER_HEADING,
+    Ledger,
+    clip,
+    head_and_tail,
+    missing_items,
+    missing_must_keep,
+    must_keep,
+    normalized,
+    render_ledger,
+)
 from ._native_reads import DEFAULT_READ_TOOLS, DEFAULT_SHELL_TOOLS, normalize_path
 from ._native_results import _RESULT_HEADER, _same_tool
 from ._shell_reads import shell_read_path
 from ._work_items import result_failed, todo_state
 from ._writes import patch_paths, shell_write_paths
 
-__all__ = [
+__all__ = [  # with the names of _ledger_text, which callers import from here
     "DEFAULT_EDIT_TOOLS",
     "LEDGER_HEADING",
     "Ledger",
@@ -72,8 +84,6 @@ COMMAND_CHARS = 300
 """Each shell command is kept up to this many characters."""
 INTENT_CHARS = 600
 """The assistant's last statement is kept up to this many characters."""
-EARLIER_INSTRUCTION_CHARS = 300
-"""In a rendered ledger, the instructions before the latest are shown up to this many characters."""
 CALL_CHARS = 160
 """An unanswered call is described in up to this many characters."""
 TODO_CHARS = 4_000
@@ -175,49 +185,6 @@ def _task_element() -> re.Pattern[str]:
 def _inserted() -> re.Pattern[str]:
     tags = "|".join(map(re.escape, _INSERTED))
     return re.compile(rf"<({tags})>.*?(?:</\1>|\Z)", re.DOTALL)
-
-
-def clip(text: str, limit: int) -> str:
-    """``text`` stripped, cut to at most ``limit`` characters; a cut ends with an ellipsis."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    return text[: max(limit - 1, 0)].rstrip() + "…"
-
-
-def head_and_tail(text: str, limit: int) -> str:
-    """``text`` stripped; when longer than ``limit``, its head and its tail (about
-    ``limit`` characters in all) around a line saying how many characters were cut."""
-    text = text.strip()
-    if len(text) <= limit:
-        return text
-    keep = max(limit - 80, 2)
-    head, tail = text[: keep - keep // 3], text[len(text) - keep // 3 :]
-    cut = len(text) - len(head) - len(tail)
-    return f"{head.rstrip()}\n[… {cut:,} characters cut here …]\n{tail.lstrip()}"
-
-
-@dataclass(frozen=True, slots=True)
-class Ledger:
-    """The state of work of a history (see the module docstring).
-
-    ``latest_instruction`` is the user's most recent instruction, even when it repeats an
-    earlier one (``instructions`` lists each only where first seen); ``messages`` is how many
-    messages were read; ``todos`` is the list the latest todo / plan call set; ``last_error``
-    describes the last failed call not followed by a success of the same call.
-    """
-
-    task: str = ""
-    instructions: tuple[str, ...] = ()
-    files_read: tuple[str, ...] = ()
-    files_edited: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()
-    unanswered: tuple[str, ...] = ()
-    intent: str | None = None
-    latest_instruction: str | None = None
-    messages: int = 0
-    todos: str | None = None
-    last_error: str | None = None
 
 
 @dataclass(slots=True)
@@ -627,125 +594,3 @@ def build_ledger(history: Sequence[Message], end: int | None = None) -> Ledger:
     builder = LedgerBuilder()
     builder.extend(history[:end])
     return builder.ledger()
-
-
-# -- rendering and checking ------------------------------------------------------------------
-
-LEDGER_HEADING = (
-    "## State of work (authoritative: computed by windowkeeper from the full conversation"
-    " history, not written by a model)"
-)
-"""The first line of a rendered ledger."""
-
-_SHOWN_INSTRUCTIONS = 20
-_SHOWN_COMMANDS = 20
-_SHOWN_READS = 60
-
-
-def _latest(items: tuple[str, ...], shown: int) -> tuple[list[str], int]:
-    return list(items[-shown:]), max(len(items) - shown, 0)
-
-
-def render_ledger(ledger: Ledger) -> str:
-    """The ledger as compact Markdown-like text, under :data:`LEDGER_HEADING`.
-
-    Everything the must-keep check looks for is shown in full (the task, every file edited, the
-    latest instruction); the longer lists show their latest entries and say how many are left
-    out.
-    """
-    lines = [LEDGER_HEADING, f"Task (verbatim): {ledger.task or '(no task text)'}"]
-    instructions, earlier = _latest(ledger.instructions, _SHOWN_INSTRUCTIONS)
-    if instructions:
-        lines.append("User instructions after the task, oldest first (verbatim):")
-        if earlier:
-            lines.append(f"({earlier} earlier instructions not shown)")
-        lines += [f"- {_one_block(clip(text, EARLIER_INSTRUCTION_CHARS))}" for text in instructions]
-    if ledger.latest_instruction is not None:
-        lines.append(f"Latest user instruction: {_one_block(ledger.latest_instruction)}")
-    lines.append(f"Files edited: {', '.join(ledger.files_edited) or 'none'}")
-    if ledger.todos is not None:
-        lines.append("Todo / plan list (latest):")
-        lines.append(f"  {_one_block(ledger.todos)}")
-    if ledger.last_error is not None:
-        lines.append(f"Last unresolved error: {_one_block(ledger.last_error)}")
-    reads, earlier = _latest(ledger.files_read, _SHOWN_READS)
-    if reads:
-        more = f" (and {earlier} more)" if earlier else ""
-        lines.append(f"Files read: {', '.join(reads)}{more}")
-    commands, earlier = _latest(ledger.commands, _SHOWN_COMMANDS)
-    if commands:
-        more = f", {earlier} earlier not shown" if earlier else ""
-        lines.append(f"Commands run (oldest first{more}):")
-        lines += [f"- `{' '.join(command.split())}`" for command in commands]
-    if ledger.unanswered:
-        lines.append("Tool calls still waiting for a result:")
-        lines += [f"- {call}" for call in ledger.unanswered]
-    if ledger.intent is not None:
-        lines.append(f"Last statement of the assistant: {_one_block(ledger.intent)}")
-    return "\n".join(lines)
-
-
-def _one_block(text: str) -> str:
-    # Continuation lines indented, so a multi-line text stays one list item.
-    return text.replace("\n", "\n  ")
-
-
-_HEAD_CHARS = 160
-
-
-def normalized(text: str) -> str:
-    """``text`` for comparison: case folded, backslashes as slashes, whitespace collapsed."""
-    return " ".join(text.replace("\\", "/").casefold().split())
-
-
-def must_keep(ledger: Ledger) -> list[tuple[str, str]]:
-    """``(label, item)`` for what every summary must carry: the task, each file edited, the
-    latest user instruction."""
-    items: list[tuple[str, str]] = []
-    if ledger.task:
-        items.append(("task", ledger.task))
-    items += [("file edited", path) for path in ledger.files_edited]
-    if ledger.latest_instruction is not None:
-        items.append(("latest user instruction", ledger.latest_instruction))
-    return items
-
-
-def _contains(haystack: str, item: str) -> bool:
-    """Whether normalized ``haystack`` holds ``item``: whole, or for a long item its first
-    :data:`_HEAD_CHARS` characters (a summary quotes the start of a long task, rarely all).
-
-    The match must not run on into a word on either side ("a.py" is not in "data.py").
-    """
-    needle = normalized(item)
-    cut = len(needle) > _HEAD_CHARS
-    if cut:
-        needle = needle[:_HEAD_CHARS].rstrip()
-    if not needle:
-        return True
-    at = haystack.find(needle)
-    while at >= 0:
-        end = at + len(needle)
-        before = haystack[at - 1] if at else " "
-        after = haystack[end] if end < len(haystack) and not cut else " "  # a head goes on
-        if not (before.isalnum() and needle[0].isalnum()) and not (
-            after.isalnum() and needle[-1].isalnum()
-        ):
-            return True
-        at = haystack.find(needle, at + 1)
-    return False
-
-
-def missing_items(summary: str, ledger: Ledger) -> list[str]:
-    """The must-keep items (task, files edited, latest instruction) that ``summary`` lacks.
-
-    Compared after :func:`normalized` on both sides (so ``C:\\src\\a.py`` matches ``c:/src/a.py``
-    and line breaks do not matter), never inside a longer word; a long item counts as present
-    when its start is.
-    """
-    return [item for _, item in missing_must_keep(summary, ledger)]
-
-
-def missing_must_keep(summary: str, ledger: Ledger) -> list[tuple[str, str]]:
-    """:func:`missing_items` with the label of each item (as :func:`must_keep` gives them)."""
-    haystack = normalized(summary)
-    return [(label, item) for label, item in must_keep(ledger) if not _contains(haystack, item)]
