@@ -45,35 +45,29 @@ Nothing here prints, and nothing given is modified.
 from __future__ import annotations
 
 import bisect
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
-from .._errors import ContextOverflowError
-from ..cline._manager import ContextManager
 from ..cline._task import ApiRequest
-from ..core._condense import (
-    bumped_range,
-    is_next_gen_model_family,
-    summary_call,
-    summary_range,
-    summary_result,
-    summary_would_fold_a_summary,
-    task_compact_threshold,
-    with_summary_request,
-)
 from ..core._messages import Message
-from ..core._overwrites import EditType, OverwriteStore
-from ..core._truncation import DeletedRange, Keep, next_range
+from ..core._truncation import DeletedRange
 from ..core._usage import TokenUsage
-from ..core._window import ContextWindowInfo, as_window_info
-from ..session._session import ContextSession
-from ..session._tokens import CalibratedEstimator
-from ..session._usage_trust import DistrustedUsageWarning
-from ..session.steps import Action
-from ._scripted_summary import scripted_summary
+from ..core._window import ContextWindowInfo
+from ._condense_policy import ClineCondensePolicy
+from ._policies import (
+    ClinePolicy,
+    CondenseStep,
+    Policy,
+    PolicyName,
+    Ruler,
+    Sent,
+    Summarizer,
+    WindowkeeperPolicy,
+    _read_replacements,  # noqa: F401 - imported from here by bench/
+    _window_info,
+)
 
 __all__ = [
     "ClineCondensePolicy",
@@ -95,31 +89,8 @@ __all__ = [
     "request_points",
 ]
 
-_READ_EDITS = frozenset({EditType.READ_FILE_TOOL, EditType.ALTER_FILE_TOOL, EditType.FILE_MENTION})
-
 Progress = Callable[[int, int], None]
 """Called after each request with (requests done, requests in all)."""
-
-
-class PolicyName(StrEnum):
-    """The policies that come with windowkeeper."""
-
-    CLINE = "cline"
-    WINDOWKEEPER = "windowkeeper"
-    CLINE_CONDENSE = "cline-condense"
-
-
-class CondenseStep(StrEnum):
-    """Which request of a summary a record is."""
-
-    SUMMARIZE = "summarize"
-    """The request that asks the model for the summary."""
-    CONTINUATION = "continuation"
-    """The request after it, which sends the summary as the tool's result."""
-
-
-Summarizer = Callable[[Sequence[Message]], str]
-"""Writes the summary a model would answer to a request (given the messages sent)."""
 
 
 class UsageSource(StrEnum):
@@ -127,348 +98,6 @@ class UsageSource(StrEnum):
 
     RECORDED = "recorded"
     ESTIMATED = "estimated"
-
-
-@dataclass(frozen=True, slots=True)
-class Sent:
-    """What a policy sent for one request, and what it did to get there."""
-
-    messages: list[Message]
-    deleted_range: DeletedRange | None
-    truncated: bool  # the deleted range grew for this request
-    replaced_reads: int  # older copies of file contents replaced for this request
-    overflow_estimate: int | None = None
-    """Set when nothing could make the request fit: the policy's estimate of the smallest one."""
-    refused: ContextOverflowError | None = None
-    """Set with ``overflow_estimate``: the error the policy raised, which says why."""
-    condense: CondenseStep | None = None
-    """Set when this request belongs to a summary."""
-    follow_up: Sent | None = None
-    """A request the policy made right after this one, before the next recorded answer (the
-    continuation after a summary)."""
-    actions: tuple[Action, ...] = ()
-    """What the session did to build it (the windowkeeper policy; see ``Prepared.actions``)."""
-
-
-class Policy(Protocol):
-    """Decides what each request sends; one instance replays one conversation.
-
-    ``send`` is called once per request, in order, with the history up to the request (each call's
-    history extends the previous one), the usage of the previous request (None when there is none
-    or nothing was recorded) and the time of that request (ms).
-    """
-
-    @property
-    def name(self) -> str:
-        """A short name for tables and plots."""
-        ...
-
-    def send(self, history: Sequence[Message], *, usage: TokenUsage | None, timestamp: int) -> Sent:
-        """The request for ``history``."""
-        ...
-
-
-class Ruler:
-    """A token counter that never learns, so every replay is measured alike.
-
-    It follows the :class:`~windowkeeper.session._tokens.TokenCounter` protocol, so a
-    :class:`~windowkeeper.session._session.ContextSession` can use it too: the session's pre-flight then
-    judges requests by the same count the replay reports.
-    """
-
-    def __init__(self) -> None:
-        self._estimator = CalibratedEstimator(safety_margin=0.0)
-
-    def count(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-    ) -> int:
-        """Estimated input tokens of a request with these messages, system prompt and tools."""
-        return self._estimator.count(messages, system=system, tools=tools)
-
-    def observe(
-        self,
-        messages: Sequence[Message],
-        *,
-        system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        reported_input_tokens: int,
-    ) -> None:
-        """Ignore what the provider reported: a ruler does not stretch."""
-
-
-def _read_replacements(store: OverwriteStore) -> int:
-    """How many file-content replacements the store holds (the truncation notice is not one)."""
-    return store.update_count(_READ_EDITS)
-
-
-class ClinePolicy:
-    """The original: a :class:`~windowkeeper.ContextManager` and the deleted range it carries."""
-
-    def __init__(
-        self,
-        window: int | ContextWindowInfo,
-        *,
-        store: OverwriteStore | None = None,
-        deleted_range: DeletedRange | None = None,
-    ) -> None:
-        self.window = _window_info(window)
-        self.manager = ContextManager()
-        if store is not None:  # resume from a task's stored context, without touching it
-            self.manager.store = store.copy()
-        self.deleted_range = deleted_range
-
-    @property
-    def name(self) -> str:
-        """``"cline"``."""
-        return PolicyName.CLINE.value
-
-    def send(self, history: Sequence[Message], *, usage: TokenUsage | None, timestamp: int) -> Sent:
-        """The original's ``getNewContextMessagesAndMetadata`` for this request."""
-        before = _read_replacements(self.manager.store)
-        result = self.manager.get_new_context_messages_and_metadata(
-            history,
-            usage=usage,
-            timestamp=timestamp,
-            context_window=self.window,
-            deleted_range=self.deleted_range,
-        )
-        self.deleted_range = result.deleted_range
-        replaced = _read_replacements(self.manager.store) - before
-        return Sent(
-            result.truncated_history,
-            result.deleted_range,
-            result.updated_deleted_range,
-            replaced,
-        )
-
-
-class ClineCondensePolicy:
-    """The original's task with auto-condense on: summaries instead of truncation.
-
-    Before each request, as the original's task does: when the previous request reached
-    ``max_allowed_size`` (the task's threshold), at least three messages follow the last summary
-    and replacing duplicate file reads would save under 30%, the new user message carries the
-    summary request and goes out whole. The model's answer (``summarizer`` over what was sent;
-    :func:`~windowkeeper.tools._scripted_summary.scripted_summary` by default) is a
-    ``summarize_task`` call; as its handler does, everything after the first pair up to that user
-    message is hidden (keep "none"), the truncation notice is set on message 1 and the task text
-    of message 0 is replaced, and the next request, the continuation, hides the user message and
-    the call too (+2) and carries the summary as the tool's result. The recorded answer follows
-    that continuation, and the replay goes on from there.
-
-    The policy keeps its own history: the recorded one with the summary request folded into its
-    user message and each summary's call and result inserted. Calls are tool_use blocks when the
-    history has any, else Cline's XML text; results are tool_result blocks when the history has
-    any, else text. ``native_calls``/``native_results`` fix either choice. With native results
-    the summary is dropped as an orphan by the original's truncation, as it is in Cline.
-
-    A request that ``counter`` (with ``system`` and ``tools``) finds larger than the window is
-    refused as the provider would refuse it, and handled as the original's task handles a
-    context-window error, once per request: a quarter more is hidden, the notice set and the task
-    text replaced, and the request sent again (the refused one is not recorded). If it still does
-    not fit, it is recorded as it is, overflowing: the original gives up there.
-
-    ``model_id`` gates auto-condense as the original does: a model that is not next-gen
-    (:func:`~windowkeeper.core._condense.is_next_gen_model_family`) gets the plain truncation
-    of ``"cline"``. None (the default) means a next-gen model.
-    """
-
-    def __init__(
-        self,
-        window: int | ContextWindowInfo,
-        *,
-        summarizer: Summarizer | None = None,
-        model_id: str | None = None,
-        native_calls: bool | None = None,
-        native_results: bool | None = None,
-        counter: Ruler | None = None,
-        system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
-        self.window = _window_info(window)
-        self.manager = ContextManager()
-        self.counter = counter if counter is not None else Ruler()
-        self.system = system
-        self.tools = tools
-        self.summarizer: Summarizer = summarizer if summarizer is not None else scripted_summary
-        self.auto_condense = model_id is None or is_next_gen_model_family(model_id)
-        self.native_calls = native_calls
-        self.native_results = native_results
-        self.deleted_range: DeletedRange | None = None
-        self.history: list[Message] = []
-        """The conversation as this policy made it (summary requests, calls and results in it)."""
-        self.condensations = 0
-        self._fed = 0
-
-    @property
-    def name(self) -> str:
-        """``"cline-condense"``."""
-        return PolicyName.CLINE_CONDENSE.value
-
-    def send(self, history: Sequence[Message], *, usage: TokenUsage | None, timestamp: int) -> Sent:
-        """The request for ``history``, and the continuation after it when it asks for a summary."""
-        new = list(history[self._fed :])
-        self._fed = len(history)
-        own = self.history
-        before = _read_replacements(self.manager.store)
-        if not self.auto_condense:
-            own.extend(new)
-            return self._send(usage, timestamp, before, use_auto_condense=False)
-        asks = bool(new) and new[-1].get("role") == "user"
-        own.extend(new[:-1] if asks else new)
-        if asks:
-            summarize = self._should_summarize(usage, timestamp)
-            own.append(with_summary_request(new[-1]) if summarize else new[-1])
-            asks = summarize
-        sent = self._send(usage, timestamp, before, use_auto_condense=True)
-        if not asks:
-            return sent
-        continuation = self._condense(sent.messages, timestamp)
-        return Sent(
-            sent.messages,
-            sent.deleted_range,
-            sent.truncated,
-            sent.replaced_reads,
-            condense=CondenseStep.SUMMARIZE,
-            follow_up=continuation,
-        )
-
-    def _should_summarize(self, usage: TokenUsage | None, timestamp: int) -> bool:
-        """The task's decision, on the history before the new user message is appended."""
-        own = self.history
-        if usage is None or usage.total < task_compact_threshold(self.window):
-            return False
-        if summary_would_fold_a_summary(own, self.deleted_range):
-            return False
-        optimization = self.manager.attempt_file_read_optimization_in_memory(
-            own, self.deleted_range, timestamp
-        )
-        return optimization.need_to_truncate
-
-    def _condense(self, asked: Sequence[Message], timestamp: int) -> Sent:
-        """The model's summary, its handler, and the continuation request that follows."""
-        own = self.history
-        summary = self.summarizer(asked)
-        self.condensations += 1
-        tool_id = f"toolu_windowkeeper_summary_{self.condensations}"
-        native_calls = self.native_calls
-        if native_calls is None:
-            native_calls = _has_block(own, "tool_use")
-        native_results = self.native_results
-        if native_results is None:
-            native_results = _has_block(own, "tool_result")
-        # The summarize_task handler, while the history still ends with the asking message.
-        self.deleted_range = summary_range(own, self.deleted_range)
-        handled = timestamp + 1  # the handler's own time, just after the request
-        self.manager.trigger_apply_standard_context_truncation_notice_change(handled, None, own)
-        own.append(summary_call(summary, tool_id, native=native_calls))
-        # The next request: the asking message and the call hidden too, the result appended.
-        self.deleted_range = bumped_range(own, self.deleted_range)
-        own.append(summary_result(summary, tool_id, native=native_results))
-        before = _read_replacements(self.manager.store)
-        sent = self._send(None, handled, before, use_auto_condense=True)
-        return Sent(
-            sent.messages,
-            sent.deleted_range,
-            True,
-            sent.replaced_reads,
-            condense=CondenseStep.CONTINUATION,
-        )
-
-    def _send(
-        self, usage: TokenUsage | None, timestamp: int, before: int, *, use_auto_condense: bool
-    ) -> Sent:
-        result = self.manager.get_new_context_messages_and_metadata(
-            self.history,
-            usage=usage,
-            timestamp=timestamp,
-            context_window=self.window,
-            deleted_range=self.deleted_range,
-            use_auto_condense=use_auto_condense,
-        )
-        self.deleted_range = result.deleted_range
-        messages = result.truncated_history
-        truncated = result.updated_deleted_range
-        if self._refused(messages):
-            # The original's context-window error path: hide a quarter more, notices, retry once.
-            self.deleted_range = next_range(self.history, self.deleted_range, Keep.QUARTER)
-            self.manager.trigger_apply_standard_context_truncation_notice_change(
-                timestamp + 1, None, self.history
-            )
-            messages = self.manager.get_truncated_messages(self.history, self.deleted_range)
-            truncated = True
-        replaced = _read_replacements(self.manager.store) - before
-        return Sent(messages, self.deleted_range, truncated, replaced)
-
-    def _refused(self, messages: Sequence[Message]) -> bool:
-        """Whether the provider would refuse these messages as too large for the window."""
-        size = self.counter.count(messages, system=self.system, tools=self.tools)
-        return size > self.window.context_window
-
-
-def _has_block(history: Sequence[Message], kind: str) -> bool:
-    return any(
-        isinstance(block, dict) and block.get("type") == kind
-        for message in history
-        if isinstance(message.get("content"), list)
-        for block in message["content"]
-    )
-
-
-class WindowkeeperPolicy:
-    """A :class:`~windowkeeper.session._session.ContextSession` fed message by message, as an agent loop would."""
-
-    def __init__(
-        self,
-        window: int | ContextWindowInfo,
-        *,
-        counter: Ruler | None = None,
-        system: Any = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
-        self.system = system
-        self.tools = tools
-        self._now = 0
-        self.session = ContextSession(
-            _window_info(window), counter=counter, clock=lambda: self._now
-        )
-        self._fed = 0
-
-    @property
-    def name(self) -> str:
-        """``"windowkeeper"``."""
-        return PolicyName.WINDOWKEEPER.value
-
-    def send(self, history: Sequence[Message], *, usage: TokenUsage | None, timestamp: int) -> Sent:
-        """Record the previous request's usage, append what is new, and prepare the request."""
-        session = self.session
-        if usage is not None:
-            with warnings.catch_warnings():  # a trace's odd usage: the request's actions say so
-                warnings.simplefilter("ignore", DistrustedUsageWarning)
-                session.record_usage(usage, timestamp=timestamp)
-        session.extend(history[self._fed :])
-        self._fed = len(history)
-        self._now = timestamp
-        store = session.manager.store
-        before = _read_replacements(store)
-        range_before = session.deleted_range
-        try:
-            prepared = session.prepare(system=self.system, tools=self.tools)
-        except ContextOverflowError as error:
-            truncated = session.deleted_range != range_before
-            return Sent([], session.deleted_range, truncated, 0, error.estimated_tokens, error)
-        replaced = _read_replacements(store) - before
-        return Sent(
-            prepared.messages,
-            prepared.deleted_range,
-            prepared.range_changed,
-            replaced,
-            actions=prepared.actions,
-        )
 
 
 def make_policy(
@@ -793,7 +422,3 @@ def _timestamp(
 
 def _is_assistant(message: Message) -> bool:
     return message.get("role") == "assistant"
-
-
-def _window_info(window: int | ContextWindowInfo) -> ContextWindowInfo:
-    return as_window_info(window)
