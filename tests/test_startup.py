@@ -232,11 +232,16 @@ class TestHelp:
     ) -> None:
         """Of windowkeeper's modules, --help adds the cli package to what the import loads."""
         added = under(helped - imported, "windowkeeper")
-        assert added == ["windowkeeper.cli", "windowkeeper.cli._main"]
+        assert added == [
+            "windowkeeper.cli",
+            "windowkeeper.cli._format",
+            "windowkeeper.cli._main",
+            "windowkeeper.cli._options",
+        ]
 
     def test_the_window_limit_is_the_task_readers(self) -> None:
         """--window's upper bound, written out in the command, is the task reader's limit."""
-        from windowkeeper.cli._main import MAX_WINDOW
+        from windowkeeper.cli._options import MAX_WINDOW
         from windowkeeper.cline._task import MAX_TOKEN_COUNT
 
         assert MAX_WINDOW == MAX_TOKEN_COUNT

@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from windowkeeper import TaskFolderError
-from windowkeeper.cli._main import cli, format_count
+from windowkeeper.cli._format import format_count
+from windowkeeper.cli._main import cli
 from windowkeeper.cline._task import (
     API_HISTORY_FILE,
     MAX_JSON_DEPTH,
