@@ -223,5 +223,5 @@ class TestToolsSurface:
     def test_tools_all_is_the_report(self) -> None:
         """The report's function, its text form and its price model are the tools' surface."""
         tools = importlib.import_module("windowkeeper.tools")
-        assert tools.__all__ == ["PriceModel", "report", "report_html"]
+        assert tools.__all__ == ["PriceModel", "price_model", "report", "report_html"]
         assert all(callable(getattr(tools, name)) for name in tools.__all__)

@@ -63,6 +63,22 @@ def conversation(
     return history
 
 
+def one_large_result(size: int) -> list[Message]:
+    """A task whose one tool result holds ``size`` characters, then the answer."""
+    return [
+        {"role": "user", "content": [{"type": "text", "text": "Read the log."}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {"p": "log"}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "z" * size}],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+    ]
+
+
 def write_json(path: Path, value: Any) -> Path:
     """Write ``value`` as JSON to ``path`` and return the path."""
     path.parent.mkdir(parents=True, exist_ok=True)

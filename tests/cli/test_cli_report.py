@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from windowkeeper.cli._main import cli
@@ -14,11 +15,12 @@ from windowkeeper.cli._main import cli
 from ..traces import conversation, write_json
 
 
-def run_report(tmp_path: Path, *policies: str) -> tuple[Path, str, Any]:
+def run_report(tmp_path: Path, *policies: str, price: str | None = None) -> tuple[Path, str, Any]:
     """Report a 20-turn task with a 64k window: the source, the HTML and its embedded data."""
     source = write_json(tmp_path / "task.json", conversation(20, prompt_step=4_000))
     target = tmp_path / "out.html"
     options = [part for policy in policies for part in ("--policy", policy)]
+    options += [] if price is None else ["--price", price]
     result = CliRunner().invoke(
         cli, ["report", str(source), "--window", "64000", *options, "-o", str(target)]
     )
@@ -55,3 +57,44 @@ class TestReportCommand:
         assert truncated
         assert all("truncated" in policy["details"][i]["kinds"] for i in truncated)
         assert all(a["step"] for d in acted for a in d["actions"])
+
+
+class TestPriceOption:
+    """``--price`` names a price model or writes one out; a bad one is a usage error."""
+
+    def test_a_named_model(self, tmp_path: Path) -> None:
+        """The named model's prices are embedded and described in the summary's line."""
+        *_, data = run_report(tmp_path, price="claude-sonnet-4")
+        assert data["prices"]["name"] == "claude-sonnet-4"
+        assert data["prices"]["text"].startswith("claude-sonnet-4: per million tokens, input 3,")
+
+    def test_written_out_prices(self, tmp_path: Path) -> None:
+        """Prices written out are used as given; the cache prices default to the input price."""
+        *_, data = run_report(tmp_path, price="input=2,output=8,cache-read=0.2")
+        prices = {k: data["prices"][k] for k in ("input", "output", "cache_read", "cache_write")}
+        assert prices == {"input": 2.0, "output": 8.0, "cache_read": 0.2, "cache_write": 2.0}
+
+    def test_default_is_relative(self, tmp_path: Path) -> None:
+        """Without --price the cost is in units of the input price."""
+        *_, data = run_report(tmp_path)
+        assert data["prices"]["name"] == "relative"
+
+    @pytest.mark.parametrize(
+        ("price", "message"),
+        [
+            ("gpt-9", "unknown price model 'gpt-9': use one of claude-haiku-4.5,"),
+            ("input=3,output=-1", "price output: '-1' is not a finite price >= 0"),
+            ("input=3", "output missing"),
+        ],
+    )
+    def test_refused(self, tmp_path: Path, price: str, message: str) -> None:
+        """A bad --price exits 2 naming the option and what is wrong, and writes nothing."""
+        source = write_json(tmp_path / "task.json", conversation(3))
+        target = tmp_path / "out.html"
+        result = CliRunner().invoke(
+            cli, ["report", str(source), "-o", str(target), "--price", price]
+        )
+        assert result.exit_code == 2
+        assert "'--price'" in result.output
+        assert message in result.output
+        assert not target.exists()

@@ -330,6 +330,14 @@ def _replays(
     show_default=True,
     help="Where to write the HTML file.",
 )
+@click.option(
+    "--price",
+    "price",
+    metavar="MODEL|PRICES",
+    help="The price model of the billed cost: a name (relative, claude-sonnet-4,"
+    " claude-opus-4.5, claude-haiku-4.5) or prices per million tokens written out as"
+    " input=N,output=N[,cache-read=N,cache-write=N] (default: relative).",
+)
 @_debug_option
 def report(
     *,
@@ -338,16 +346,28 @@ def report(
     window: int,
     policies: tuple[str, ...],
     output: Path,
+    price: str | None,
     debug: bool,
 ) -> None:
     """Write one self-contained HTML file: a timeline of every request, each one openable."""
-    from ..tools._report import report as write_report  # noqa: PLC0415 - loaded in its command
+    from .._errors import ConfigurationError  # noqa: PLC0415 - loaded in its command
+    from ..tools._prices import price_model  # noqa: PLC0415
+    from ..tools._report import report as write_report  # noqa: PLC0415
     from ..tools._trace import load_trace  # noqa: PLC0415
 
+    try:
+        prices = None if price is None else price_model(price)
+    except ConfigurationError as error:
+        raise click.BadParameter(str(error), param_hint="'--price'") from error
     with reported(debug):
         trace = load_trace(path, trace_format)
         write_report(
-            trace, output, window=window, policies=policies or (_DEFAULT_POLICY,), title=path.name
+            trace,
+            output,
+            window=window,
+            policies=policies or (_DEFAULT_POLICY,),
+            prices=prices,
+            title=path.name,
         )
     click.echo(f"wrote {output}")
 

@@ -9,8 +9,10 @@ the script renders only for the request a reader opens, so a long task stays sma
 Per request the page keeps what the replay measured and what the report adds: which history
 messages were sent (runs of indices), the messages whose content the policy changed (as sent),
 the usage that drove the decision (for the label of a hidden range), and the part of the request
-a prompt cache could reuse (the leading messages equal to the previous request's). Billed cost
-follows a :class:`PriceModel` (input price 1.0; reads and writes of the cache as multipliers).
+a prompt cache could reuse (the leading messages equal to the previous request's), and what our
+validator of the provider's rules finds wrong in it. Billed cost follows a
+:class:`~windowkeeper.tools._prices.PriceModel`: the reused prefix is read from the cache, the
+rest of the input written to it, and the answer the trace recorded after the request is output.
 
 Nothing here prints; the file is written atomically.
 """
@@ -21,7 +23,6 @@ import html
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -29,20 +30,15 @@ from typing import Any
 from ..core._messages import Message
 from ..core._truncation import DeletedRange
 from ..core._usage import TokenUsage
+from ..rules._anthropic import validate_messages
+from ..session._clipping import block_size
 from ..session._session import ContextSession, Prepared
 from ..storage._files import atomic_write_text
-from ._replay import PolicyName, Replayer, Sent, UsageSource, request_points
+from ._prices import PriceModel
+from ._replay import PolicyName, Replayer, Ruler, Sent, UsageSource, request_points
 from ._trace import Trace
 
-__all__ = ["PriceModel", "report", "report_html"]
-
-
-@dataclass(frozen=True, slots=True)
-class PriceModel:
-    """Prices per input token relative to an uncached input token (1.0)."""
-
-    cache_read: float = 0.1
-    cache_write: float = 1.25
+__all__ = ["report", "report_html"]
 
 
 _STEP_MARKERS = {
@@ -174,18 +170,23 @@ def _policy_data(
     variants: dict[str, int] = {}  # a changed message's JSON -> its place in "variants"
     cost = 0.0
     reused = 0
-    for record, (driving, sent), prepared in zip(
-        result.requests, observed.calls, observed.prepared, strict=True
+    invalid = 0
+    answers = _answer_tokens(trace.history, [record.index for record in result.requests])
+    ruler = Ruler()
+    for number, (record, (driving, sent), prepared) in enumerate(
+        zip(result.requests, observed.calls, observed.prepared, strict=True)
     ):
         entry, previous = _request_entry(history[: record.index], sent, previous, variants)
-        entry.update(_prepared_entry(prepared))
+        entry.update(_prepared_entry(prepared, history))
         tokens = record.estimated_tokens
-        share = entry["common"] / entry["count"] if entry["count"] else 0.0
-        read = round(tokens * share)
+        read = _prefix_tokens(ruler, trace, sent.messages[: entry["common"]], tokens)
         entry["cache_read"] = read
         entry["cache_write"] = tokens - read
+        entry["output"] = answers[number]
         entry["driving"] = None if driving is None else driving.total
-        cost += prices.cache_read * read + prices.cache_write * (tokens - read)
+        entry["violations"] = _violations(sent)
+        invalid += bool(entry["violations"])
+        cost += prices.cost(cache_read=read, cache_write=tokens - read, output=answers[number])
         reused += read
         entries.append(entry)
     replay_json = result.to_json()
@@ -195,13 +196,59 @@ def _policy_data(
         "usage": result.usage.value,
         "details": entries,
         "variants": [json.loads(text) for text in variants],
-        "cost": round(cost, 1),
+        "cost": round(cost, 4),
+        "invalid_requests": invalid,
         "cache_reuse": round(reused / sent_total, 4) if sent_total else 0.0,
         "history_length": len(history),
     }
 
 
-def _prepared_entry(prepared: Prepared | None) -> dict[str, Any]:
+_SHOWN_VIOLATIONS = 3  # per request; the count says how many in all
+
+
+def _violations(sent: Sent) -> dict[str, Any] | None:
+    """What the provider's rules (our validator) find wrong in a request that was sent."""
+    if sent.overflow_estimate is not None:
+        return None  # refused before sending: over the window, which the replay reports
+    found = validate_messages(sent.messages, "request")
+    if not found:
+        return None
+    return {"count": len(found), "first": [str(v) for v in found[:_SHOWN_VIOLATIONS]]}
+
+
+def _prefix_tokens(ruler: Ruler, trace: Trace, prefix: Sequence[Message], tokens: int) -> int:
+    """The tokens a prompt cache reads: the system prompt, the tools and the shared messages."""
+    if not prefix:
+        return 0
+    return min(tokens, ruler.count(prefix, system=trace.system, tools=trace.tools))
+
+
+def _answer_tokens(history: Sequence[Message], indices: Sequence[int]) -> list[int]:
+    """The output tokens of each request: the answer recorded after it, counted once.
+
+    A policy's extra requests at one history length (a summary and its continuation) share the
+    recorded answer; it is billed to the last of them, the one it answered.
+    """
+    ruler = Ruler()
+    found = [0] * len(indices)
+    for number, index in enumerate(indices):
+        last = number + 1 == len(indices) or indices[number + 1] != index
+        if last and index < len(history):
+            found[number] = ruler.count([history[index]])
+    return found
+
+
+def _clip_sizes(history: Sequence[Message], clip: Any) -> list[int]:
+    """A clip as [message, block, characters kept, characters the block held]."""
+    size = 0
+    if 0 <= clip.message_index < len(history):
+        content = history[clip.message_index].get("content")
+        if isinstance(content, list) and 0 <= clip.block_index < len(content):
+            size = block_size(content[clip.block_index])
+    return [clip.message_index, clip.block_index, clip.kept, max(size, clip.kept)]
+
+
+def _prepared_entry(prepared: Prepared | None, history: Sequence[Message]) -> dict[str, Any]:
     """The markers and the list of actions of a session's request (none for other policies)."""
     if prepared is None:
         return {"kinds": [], "actions": []}
@@ -218,7 +265,7 @@ def _prepared_entry(prepared: Prepared | None) -> dict[str, Any]:
             "messages": list(action.messages),
             "tokens_before": action.tokens_before,
             "tokens_after": action.tokens_after,
-            "clips": [[c.message_index, c.block_index, c.kept] for c in action.clips],
+            "clips": [_clip_sizes(history, c) for c in action.clips],
         }
         for action in prepared.actions
     ]
@@ -247,7 +294,14 @@ def report_html(
     model = prices or PriceModel()
     data = {
         "title": title or str(trace.path),
-        "prices": {"input": 1.0, "cache_read": model.cache_read, "cache_write": model.cache_write},
+        "prices": {
+            "name": model.name,
+            "text": model.describe(),
+            "input": model.input,
+            "output": model.output,
+            "cache_read": model.cache_read,
+            "cache_write": model.cache_write,
+        },
         "history": _history_json(trace.history),
         "policies": [_policy_data(trace, name, window, source, model) for name in policies],
     }

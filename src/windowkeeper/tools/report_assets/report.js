@@ -13,6 +13,7 @@
     clipped: ["\u2702", "blocks clipped"],
     distrusted: ["?", "usage distrusted"],
     cache_break: ["\u25CB", "cache break"],
+    invalid: ["!", "invalid request"],
   };
   const fmt = (n) => (n === null || n === undefined ? "-" : Number(n).toLocaleString("en-US"));
   const el = (tag, attrs, text) => {
@@ -35,6 +36,7 @@
     if (record.overflow) found.push("overflow");
     (detail.kinds || []).forEach((k) => { if (MARKERS[k] && found.indexOf(k) < 0) found.push(k); });
     if (detail.cache_break) found.push("cache_break");
+    if (detail.violations) found.push("invalid");
     return found;
   }
 
@@ -43,11 +45,11 @@
     const p = data.prices;
     section.appendChild(el("h2", {}, "Summary"));
     section.appendChild(el("p", { id: "price-model" },
-      "Price model: input 1.0 per token, cache read " + p.cache_read + ", cache write " + p.cache_write +
-      " (billed cost counts the reused prefix as read, the rest as written)."));
+      "Price model: " + p.text + " (billed cost: the prefix reused from the previous request is read" +
+      " from the cache, the rest of the input written to it, the recorded answer is output)."));
     const table = el("table", { id: "summary-table" });
     const head = ["policy", "requests", "tokens sent", "billed cost", "cache reuse", "truncations",
-      "replaced reads", "summaries", "overflows", "largest requests"];
+      "replaced reads", "summaries", "overflows", "violations", "largest requests"];
     const tr = el("tr");
     head.forEach((h) => tr.appendChild(el("th", { scope: "col" }, h)));
     table.appendChild(tr);
@@ -56,9 +58,10 @@
       const worst = pol.replay.requests.map((r, i) => [r.estimated_tokens, i])
         .sort((a, b) => b[0] - a[0]).slice(0, 3).map((w) => "#" + (w[1] + 1) + " " + fmt(w[0]));
       const row = el("tr", { "data-policy": pol.replay.policy });
-      [pol.replay.policy, fmt(s.requests), fmt(s.estimated_tokens_sent), fmt(pol.cost),
+      [pol.replay.policy, fmt(s.requests), fmt(s.estimated_tokens_sent), Number(pol.cost).toLocaleString("en-US", { maximumFractionDigits: 4 }),
         (pol.cache_reuse * 100).toFixed(1) + " %", fmt(s.truncations), fmt(s.replaced_reads),
-        fmt(s.condensations || 0), fmt(s.overflows), worst.join(", ")]
+        fmt(s.condensations || 0), fmt(s.overflows),
+        fmt(s.overflows) + " over the window, " + fmt(pol.invalid_requests) + " invalid", worst.join(", ")]
         .forEach((c, i) => row.appendChild(el(i ? "td" : "th", i ? { "data-col": head[i] } : { scope: "row" }, c)));
       table.appendChild(row);
     });
@@ -70,6 +73,23 @@
   }
 
   const bars = [];
+  const tip = el("div", { id: "tooltip", role: "tooltip", hidden: "" });
+  function numbers(pol, i) {
+    const r = pol.replay.requests[i], d = pol.details[i];
+    const marks = markersOf(r, d);
+    return "request " + (i + 1) + " (history length " + r.index + "): " + fmt(r.estimated_tokens) +
+      " tokens sent of a " + fmt(pol.replay.window.context_window) + " window; cache read " + fmt(d.cache_read) +
+      ", written " + fmt(d.cache_write) + "; reported " + fmt(r.reported_tokens) +
+      (marks.length ? "; " + marks.map((m) => MARKERS[m][1]).join(", ") : "");
+  }
+  function showTip(g, pol, i) {
+    tip.textContent = numbers(pol, i);
+    tip.hidden = false;
+    const box = g.getBoundingClientRect();
+    tip.style.left = Math.max(0, Math.min(window.innerWidth - 360, box.left + window.scrollX)) + "px";
+    tip.style.top = (box.top + window.scrollY - 8) + "px";
+  }
+  const hideTip = () => { tip.hidden = true; };
   function timeline(pol, pi) {
     const section = document.getElementById("timelines");
     const w = pol.replay.window;
@@ -85,14 +105,11 @@
     });
     records.forEach((r, i) => {
       const d = pol.details[i];
-      const g = svg("g", { class: "bar", tabindex: "0", role: "listitem", "data-policy": pi, "data-request": i });
+      const g = svg("g", { class: "bar", tabindex: i ? "-1" : "0", role: "listitem", "data-policy": pi, "data-request": i, "aria-describedby": "tooltip" });
       const x = 20 + i * step;
-      const title = svg("title", {});
       const marks = markersOf(r, d);
-      title.textContent = "request " + (i + 1) + " (history length " + r.index + "): " + fmt(r.estimated_tokens) +
-        " tokens sent; cache read " + fmt(d.cache_read) + ", written " + fmt(d.cache_write) +
-        "; reported " + fmt(r.reported_tokens) + (marks.length ? "; " + marks.map((m) => MARKERS[m][1]).join(", ") : "");
-      g.appendChild(title);
+      g.setAttribute("aria-label", numbers(pol, i));
+      g.appendChild(svg("rect", { class: "hit", x: x - 0.5, width: step, y: 0, height: height + top + 30, fill: "transparent" }));
       g.appendChild(svg("rect", { class: "sent", x: x, width: step - 1, y: y(r.estimated_tokens), height: y(0) - y(r.estimated_tokens), fill: "#9cc3e6" }));
       g.appendChild(svg("rect", { x: x, width: step - 1, y: y(d.cache_read), height: y(0) - y(d.cache_read), fill: "#2b5d8a" }));
       marks.forEach((m, k) => {
@@ -102,12 +119,19 @@
         g.appendChild(t);
       });
       g.addEventListener("click", () => open(pi, i));
+      g.addEventListener("mouseenter", () => showTip(g, pol, i));
+      g.addEventListener("mouseleave", hideTip);
+      g.addEventListener("focus", () => showTip(g, pol, i));
+      g.addEventListener("blur", hideTip);
       g.addEventListener("keydown", (e) => {
+        // One tab stop per timeline (the open request); arrows, Home and End move between requests.
+        const moves = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: records.length - 1 };
         if (e.key === "Enter" || e.key === " ") { e.preventDefault(); open(pi, i); }
-        else if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
+        else if (e.key in moves) {
           e.preventDefault();
-          const next = bars[pi][Math.max(0, Math.min(records.length - 1, i + (e.key === "ArrowRight" ? 1 : -1)))];
-          next.focus(); open(pi, Number(next.getAttribute("data-request")));
+          const next = Math.max(0, Math.min(records.length - 1, moves[e.key]));
+          open(pi, next);
+          bars[pi][next].focus();
         }
       });
       root.appendChild(g);
@@ -132,9 +156,13 @@
   const textOf = (m) => (typeof m.content === "string" ? m.content : (m.content || []).map(blockText).join("\n"));
   const LONG = 400; // characters shown before "show all": the rest stays in the embedded JSON
 
-  function messageNode(label, message, original) {
+  // A clip is [message, block, characters kept, characters the block held].
+  const clipText = (c) => "clipped history[" + c[0] + "] block " + c[1] + ": " + fmt(c[3] - c[2]) + " of " + fmt(c[3]) + " characters cut (" + fmt(c[2]) + " kept)";
+
+  function messageNode(label, message, original, clipped) {
     const box = el("div", { class: "msg" + (original ? " changed" : "") });
     box.appendChild(el("div", { class: "head" }, label + " " + message.role + (original ? " (changed by the policy: was " + fmt(textOf(original).length) + " characters, now " + fmt(textOf(message).length) + ")" : "")));
+    (clipped || []).forEach((c) => box.appendChild(el("div", { class: "clipped" }, "\u2702 " + clipText(c))));
     const text = textOf(message);
     const body = el("div", { class: "body" }, text.length > LONG ? text.slice(0, LONG) : text);
     box.appendChild(body);
@@ -176,7 +204,9 @@
     const r = pol.replay.requests[i];
     const d = pol.details[i];
     document.querySelectorAll(".bar.selected").forEach((b) => b.classList.remove("selected"));
+    bars[pi].forEach((b) => { if (b.getAttribute("tabindex") === "0") b.setAttribute("tabindex", "-1"); });
     bars[pi][i].classList.add("selected");
+    bars[pi][i].setAttribute("tabindex", "0");
     const view = document.getElementById("request");
     view.textContent = "";
     view.appendChild(el("h2", { id: "request-title" }, "Request " + (i + 1) + " of " + pol.replay.policy + ": " + d.count + " messages, " + fmt(r.estimated_tokens) + " tokens"));
@@ -191,8 +221,18 @@
     (d.actions || []).forEach((a) => {
       view.appendChild(el("p", { class: "action" }, "action " + a.step + ": messages " + (a.messages.join(", ") || "none") +
         " changed; estimate " + fmt(a.tokens_before) + " \u2192 " + fmt(a.tokens_after) + " tokens" +
-        (a.clips.length ? "; clipped " + a.clips.map((c) => "history[" + c[0] + "] block " + c[1] + " to " + fmt(c[2]) + " characters").join(", ") : "")));
+        (a.clips.length ? "; " + a.clips.map(clipText).join("; ") : "")));
     });
+    if (d.violations) {
+      const v = el("div", { class: "violations", role: "note" });
+      v.appendChild(el("p", {}, "invalid request: " + fmt(d.violations.count) + " violation" + (d.violations.count === 1 ? "" : "s") + " of the provider's rules (windowkeeper's validator)"));
+      const ul = el("ul");
+      d.violations.first.forEach((text) => ul.appendChild(el("li", {}, text)));
+      v.appendChild(ul);
+      view.appendChild(v);
+    }
+    const clips = {};
+    (d.actions || []).forEach((a) => a.clips.forEach((c) => { (clips[c[0]] = clips[c[0]] || []).push(c); }));
     const ranges = growth(pol, i);
     const list = el("div", { id: "messages" });
     let position = 0;
@@ -208,7 +248,7 @@
       for (let idx = run[0]; idx <= run[1]; idx++) {
         const changed = d.changed[String(idx)] === undefined ? null : pol.variants[d.changed[String(idx)]];
         const original = pol.history_length === history.length || idx < history.length ? history[idx] : null;
-        list.appendChild(messageNode("[" + (position++) + "] history[" + idx + "]", changed || original || { role: "?", content: "" }, changed ? original : null));
+        list.appendChild(messageNode("[" + (position++) + "] history[" + idx + "]", changed || original || { role: "?", content: "" }, changed ? original : null, clips[idx]));
       }
     });
     view.appendChild(list);
@@ -216,6 +256,7 @@
 
   summary();
   data.policies.forEach(timeline);
+  document.body.appendChild(tip);
   // A link such as report.html#request=0-80 opens request 81 of the first policy.
   const wanted = /^#request=(\d+)-(\d+)$/.exec(window.location.hash);
   if (wanted && bars[Number(wanted[1])] && bars[Number(wanted[1])][Number(wanted[2])]) open(Number(wanted[1]), Number(wanted[2]));
