@@ -368,11 +368,41 @@ class Firefox(_Protocol):
             },
         )
 
+    def key(self, key: str) -> None:
+        """Press and release one key (``ArrowRight``, ``Tab``...) as WebDriver names it."""
+        value = _WEBDRIVER_KEYS[key]
+        self.call(
+            "input.performActions",
+            {
+                "context": self.context,
+                "actions": [
+                    {
+                        "type": "key",
+                        "id": "keyboard",
+                        "actions": [
+                            {"type": "keyDown", "value": value},
+                            {"type": "keyUp", "value": value},
+                        ],
+                    }
+                ],
+            },
+        )
+
     def close(self) -> None:
+        """Ask the browser to quit, then make sure it did."""
         with contextlib.suppress(BrowserError, OSError):
             self.call("browser.close", {})
         self.ws.close()
         _stop(self.process)
+
+
+# WebDriver's code points for the keys the tests press.
+_WEBDRIVER_KEYS = {
+    "Tab": "\ue004",
+    "Enter": "\ue007",
+    "ArrowLeft": "\ue012",
+    "ArrowRight": "\ue014",
+}
 
 
 def _stop(process: subprocess.Popen[str]) -> None:

@@ -345,7 +345,7 @@ def test_a_7000_message_task_renders_fast_and_stays_small(
     reason=f"firefox is not installed at {FIREFOX} (apt-get install firefox-esr)",
 )
 def test_firefox_draws_the_timeline_and_opens_a_click(task: dict[str, Any], tmp_path: Path) -> None:
-    """Headless Firefox (WebDriver BiDi) draws one bar per request and opens the one clicked."""
+    """Headless Firefox (WebDriver BiDi) draws one bar per request, opens the one clicked, and an arrow key moves on."""
     with running(Firefox, tmp_path / "firefox") as firefox:
         firefox.open(task["page"].as_uri())
         assert firefox.evaluate("document.querySelectorAll('.bar').length") == len(
@@ -359,6 +359,10 @@ def test_firefox_draws_the_timeline_and_opens_a_click(task: dict[str, Any], tmp_
             "[...document.querySelectorAll('.hidden-range')].map((h) => h.innerText)"
         )
         assert len(labels) == 1
+        firefox.key("ArrowRight")
+        title = firefox.evaluate("document.getElementById('request-title').innerText")
+        assert title.startswith(f"Request {first + 2} of cline:")
+        assert firefox.evaluate("document.activeElement.dataset.request") == str(first + 1)
         errors = [
             e["params"]
             for e in firefox.events
