@@ -85,8 +85,8 @@
   function showTip(g, pol, i) {
     tip.textContent = numbers(pol, i);
     tip.hidden = false;
-    const box = g.getBoundingClientRect();
-    tip.style.left = Math.max(0, Math.min(window.innerWidth - 360, box.left + window.scrollX)) + "px";
+    const box = g.querySelector("rect.sent").getBoundingClientRect(); // above the bar's top
+    tip.style.left = Math.max(0, Math.min(window.innerWidth - 360, box.left + 12) + window.scrollX) + "px";
     tip.style.top = (box.top + window.scrollY - 8) + "px";
   }
   const hideTip = () => { tip.hidden = true; };
