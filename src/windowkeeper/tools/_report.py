@@ -31,7 +31,7 @@ from ..core._messages import Message
 from ..core._truncation import DeletedRange
 from ..core._usage import TokenUsage
 from ..rules._anthropic import validate_messages
-from ..session._clipping import block_size
+from ..session._clipping import Clip, block_size
 from ..session._session import ContextSession, Prepared
 from ..storage._files import atomic_write_text
 from ._prices import PriceModel
@@ -238,7 +238,7 @@ def _answer_tokens(history: Sequence[Message], indices: Sequence[int]) -> list[i
     return found
 
 
-def _clip_sizes(history: Sequence[Message], clip: Any) -> list[int]:
+def _clip_sizes(history: Sequence[Message], clip: Clip) -> list[int]:
     """A clip as [message, block, characters kept, characters the block held]."""
     size = 0
     if 0 <= clip.message_index < len(history):
