@@ -15,6 +15,7 @@ import base64
 import contextlib
 import json
 import os
+import queue
 import re
 import shutil
 import signal
@@ -128,21 +129,38 @@ def _launch(command: list[str], **env: str) -> subprocess.Popen[str]:
 
 
 def _listening(process: subprocess.Popen[str], pattern: str, timeout: float) -> str:
-    """The WebSocket address the browser prints on stderr once it listens."""
-    assert process.stderr is not None
+    """The WebSocket address the browser prints on stderr once it listens.
+
+    A thread reads stderr to its end, so that a browser that prints nothing cannot block the
+    wait past its deadline, and a full pipe never blocks the browser.
+    """
+    stream = process.stderr
+    assert stream is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+    heard = threading.Event()  # set once the address is found: later lines are dropped
+
+    def drain() -> None:
+        for line in stream:
+            if not heard.is_set():
+                lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    _DRAINS[process.pid] = reader
     deadline = time.monotonic() + timeout
     seen: list[str] = []
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if line is None:
             break
         seen.append(line)
         found = re.search(pattern, line)
         if found:
-            # Keep reading what it logs, so that a full pipe never blocks the browser.
-            drain = threading.Thread(target=process.stderr.read, daemon=True)
-            drain.start()
-            _DRAINS[process.pid] = drain
+            heard.set()
             return found.group(1)
     _stop(process)
     raise BrowserError("the browser printed no debugging address:\n" + "".join(seen[-20:]))
