@@ -340,7 +340,7 @@ class Firefox(_Protocol):
         address = _listening(self.process, r"WebDriver BiDi listening on (ws://\S+)", 60)
         super().__init__(WebSocket(address + "/session"))
         self.call("session.new", {"capabilities": {}})
-        self.call("session.subscribe", {"events": ["log.entryAdded"]})
+        self.call("session.subscribe", {"events": ["log.entryAdded", "network.beforeRequestSent"]})
         tree = self.call("browsingContext.getTree", {})
         self.context = tree["contexts"][0]["context"]
 
