@@ -273,10 +273,12 @@ class ChromiumPage(_Protocol):
         x, y = self.center(selector)
         self.mouse("mouseMoved", x, y)
 
-    def key(self, key: str) -> None:
+    def key(self, key: str, *, shift: bool = False) -> None:
         """Press and release one key (``Tab``, ``ArrowRight``, ``Enter``, ``Home``...)."""
         codes = {"Tab": 9, "Enter": 13, "ArrowLeft": 37, "ArrowRight": 39, "Home": 36, "End": 35}
-        common = {"key": key, "code": key, "windowsVirtualKeyCode": codes[key]}
+        common: dict[str, Any] = {"key": key, "code": key, "windowsVirtualKeyCode": codes[key]}
+        if shift:
+            common["modifiers"] = 8  # the protocol's bit for Shift
         if key == "Enter":
             common["text"] = "\r"
         self.send("Input.dispatchKeyEvent", {"type": "keyDown", **common})

@@ -198,37 +198,18 @@ class TestKeyboard:
             assert title.startswith(f"Request {expected + 1} of cline")
 
     def test_the_timeline_is_one_tab_stop(self, tab: ChromiumPage) -> None:
-        """Tab leaves the timeline after the open request, and comes back to that request."""
+        """Tab enters the timeline at its open request and the next Tab leaves it; Shift+Tab returns."""
         tab.key("Tab")
+        assert self.active(tab)[0] == "0"
+        tab.key("Tab")
+        assert self.active(tab)[0] is None  # not the next request: out of the timeline
+        tab.key("Tab", shift=True)
+        assert self.active(tab)[0] == "0"
         tab.key("ArrowRight")
         tab.key("ArrowRight")
         tab.key("Tab")
-        assert self.active(tab)[0] is None  # out of the timeline
-        tab.send(
-            "Input.dispatchKeyEvent",
-            {"type": "keyDown", "key": "Shift", "code": "ShiftLeft", "modifiers": 8},
-        )
-        tab.send(
-            "Input.dispatchKeyEvent",
-            {
-                "type": "keyDown",
-                "key": "Tab",
-                "code": "Tab",
-                "windowsVirtualKeyCode": 9,
-                "modifiers": 8,
-            },
-        )
-        tab.send(
-            "Input.dispatchKeyEvent",
-            {
-                "type": "keyUp",
-                "key": "Tab",
-                "code": "Tab",
-                "windowsVirtualKeyCode": 9,
-                "modifiers": 8,
-            },
-        )
-        tab.send("Input.dispatchKeyEvent", {"type": "keyUp", "key": "Shift", "code": "ShiftLeft"})
+        assert self.active(tab)[0] is None
+        tab.key("Tab", shift=True)
         assert self.active(tab)[0] == "2"
 
 
