@@ -5,7 +5,7 @@ small client on the standard library): the mouse clicks at an element's box
 (``Input.dispatchMouseEvent``), keys are real key events (``Input.dispatchKeyEvent``), and what
 the page logged (``Runtime.consoleAPICalled``, ``Runtime.exceptionThrown``, ``Log.entryAdded``)
 and fetched (``Network.requestWillBeSent``) is read from the protocol's events. Outside CI a
-test skips when its browser is absent; with ``CI=true`` a missing Chromium fails.
+test skips when its browser is absent; with ``CI=true`` a missing Chromium or Firefox fails.
 """
 
 from __future__ import annotations
@@ -322,7 +322,7 @@ def test_a_7000_message_task_renders_fast_and_stays_small(
 
 
 @pytest.mark.skipif(
-    not Path(FIREFOX).exists(),
+    not Path(FIREFOX).exists() and os.environ.get("CI") != "true",
     reason=f"firefox is not installed at {FIREFOX} (apt-get install firefox-esr)",
 )
 def test_firefox_draws_the_timeline_and_opens_a_click(task: dict[str, Any], tmp_path: Path) -> None:
