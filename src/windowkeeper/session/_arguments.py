@@ -7,11 +7,13 @@ from typing import Any
 
 from .._errors import ConfigurationError, MalformedMessageError
 from ..core._window import ContextWindowInfo, context_window_info
+from ..storage import SessionStore, TaskFolderStore
 from ._compaction import Compaction
 from ._models import model_window
 from .steps import Step, SummarizeTurns, default_steps
 
 __all__ = [
+    "backend_of",
     "check_steps",
     "check_system",
     "check_tools",
@@ -165,3 +167,15 @@ def _summarize_step(
             f" got {type(summarize).__name__}"
         )
     return SummarizeTurns(summarize, keep_recent_tokens=keep_recent_tokens, timeout=timeout)
+
+
+def backend_of(task_dir: Any, store: Any) -> SessionStore | None:
+    """The storage backend a session is given: a task folder, a store, or neither."""
+    if task_dir is not None and store is not None:
+        raise ConfigurationError("give task_dir or store, not both")
+    backend = TaskFolderStore(task_dir) if task_dir is not None else store
+    if backend is not None and not isinstance(backend, SessionStore):
+        raise ConfigurationError(
+            f"store must be a SessionStore (load, commit, close), got {type(store).__name__}"
+        )
+    return backend

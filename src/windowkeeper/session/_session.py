@@ -22,19 +22,13 @@ nothing can make it fit. Compaction's own policy lives in
 
 from __future__ import annotations
 
-import asyncio
-import operator
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from .._errors import (
-    ConfigurationError,
-    ContextOverflowError,
-    MalformedMessageError,
-)
+from .._errors import ConfigurationError, MalformedMessageError
 from ..cline._manager import ContextManager
 from ..core._file_reads import ReadDetector
 from ..core._incremental import Growing
@@ -42,9 +36,7 @@ from ..core._inputs import check_json_value, check_session_message
 from ..core._messages import Message, SystemPrompt
 from ..core._overwrites import OverwriteStore
 from ..core._window import ContextWindowInfo
-from ..formats import from_anthropic, responses
-from ..formats._wire import WireShaper, anthropic_message, openai_message
-from ..storage import SessionStore, TaskFolderStore
+from ..storage import SessionStore
 from ._admission import (
     admit_checkpoint_fields,
     admit_messages,
@@ -54,6 +46,7 @@ from ._admission import (
     admit_usage,
 )
 from ._arguments import (
+    backend_of,
     check_system,
     check_tools,
     count_argument,
@@ -61,26 +54,27 @@ from ._arguments import (
     shrink_steps,
     window_of,
 )
+from ._format import FormatName, SessionFormat
+from ._handshake import await_summary
+from ._learning import restore_learnt, snapshot_of
 from ._models import warn_no_window
 from ._native_reads import NativeReadDetector
-from ._openai_history import OpenAIHistory, OpenAIShaper
+from ._openai_history import OpenAIHistory
 from ._persistence import Persistence, check_first
+from ._preflight import check_fits
 from ._prepared import Checkpoint, Prepared, Synced
+from ._reported import decide_from_usage
 from ._request import RequestBuilder, finish_request, place_truncation_notice
+from ._request_log import RequestLog
 from ._sdk import MessageLike, UsageInput, message_from_sdk, usage_from_sdk
 from ._shrinking import Shrinker
 from ._state import SessionState, cut_state
 from ._state_extras import load_calibration, stored_window, with_extras
 from ._summary import AsyncSummarizer, Summarizer
+from ._syncing import common_prefix, extends, store_before
 from ._tokens import CalibratedEstimator, TokenCounter
 from ._usage_trust import UsageTrust
-from .steps import (
-    Action,
-    ReplaceDuplicateReads,
-    Step,
-    SummaryNeeded,
-)
-from .steps._summarize import failure_reason
+from .steps import Step, SummaryNeeded
 
 __all__ = [
     "Checkpoint",
@@ -90,12 +84,6 @@ __all__ = [
     "finish_request",
     "place_truncation_notice",
 ]
-
-
-def _entry_index(entry: Any) -> int:
-    """The message index of a store entry in the original's JSON layout (odd ones sort last)."""
-    index = entry[0] if isinstance(entry, list) and entry else None
-    return index if isinstance(index, int) and not isinstance(index, bool) else 10**12
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +144,7 @@ class ContextSession:
         max_result_share: float | None = 0.25,
         mask_keep_recent: int | None = 2,
         shrink_target: float = 0.6,
-        format: Literal["anthropic", "openai", "responses"] = "anthropic",
+        format: FormatName = "anthropic",
         clock: Callable[[], int] | None = None,
         steps: Sequence[Step] | None = None,
         summarize: bool | Literal["in-band"] | Summarizer | AsyncSummarizer = False,
@@ -165,13 +153,7 @@ class ContextSession:
         summarizer_timeout: float | None = 180.0,
     ) -> None:
         self._info = window_of(context_window, model)
-        if task_dir is not None and store is not None:
-            raise ConfigurationError("give task_dir or store, not both")
-        backend = TaskFolderStore(task_dir) if task_dir is not None else store
-        if backend is not None and not isinstance(backend, SessionStore):
-            raise ConfigurationError(
-                f"store must be a SessionStore (load, commit, close), got {type(store).__name__}"
-            )
+        backend = backend_of(task_dir, store)
         self._counter: TokenCounter = counter if counter is not None else CalibratedEstimator()
         self._manager = ContextManager(
             detector=detector if detector is not None else NativeReadDetector(),
@@ -209,25 +191,9 @@ class ContextSession:
         self._awaiting = False  # inside aprepare: an async summarizer's request is awaited there
         self._max_output_tokens = count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
-        if format not in ("anthropic", "openai", "responses"):
-            raise ConfigurationError(
-                f"format must be 'anthropic', 'openai' or 'responses', got {format!r}"
-            )
-        self._format = format
+        self._format = SessionFormat(format)
         self._history: list[Message] = Growing()  # appended to; any other change is logged
-        self._dialect: Literal["chat", "responses"] = (
-            "responses" if format == "responses" else "chat"
-        )
-        self._openai = OpenAIHistory(dialect=self._dialect) if format != "anthropic" else None
-        self._to_openai = OpenAIShaper(
-            responses.from_anthropic if format == "responses" else from_anthropic
-        )
-        shapes = {
-            "anthropic": anthropic_message,
-            "openai": openai_message,
-            "responses": responses.responses_item,
-        }
-        self._wire = WireShaper(shapes[format])
+        self._openai = self._format.history()
         self._state = SessionState()
         self._last: _LastRequest | None = None
         self._usage_trust = UsageTrust()  # reported usage checked before it is believed
@@ -362,17 +328,14 @@ class ContextSession:
         over. Messages compare by value, SDK objects read as by :meth:`append`.
         """
         wanted = [message_from_sdk(message) for message in messages]
-        if self._format == "openai":
+        if self._format.name == "openai":
             wanted = OpenAIHistory.canonical(wanted)
         current = self._openai.messages if self._openai is not None else list(self._history)
         known = len(current)
-        if len(wanted) >= known and all(map(operator.eq, current, wanted[:known])):
+        if extends(current, wanted):
             self.extend(wanted[known:])
             return Synced(kept=known, appended=len(wanted) - known)
-        common = next(
-            (i for i, (old, new) in enumerate(zip(current, wanted, strict=False)) if old != new),
-            min(len(current), len(wanted)),
-        )
+        common = common_prefix(current, wanted)
         self._cut(common)
         self.extend(wanted[common:])
         return Synced(
@@ -393,9 +356,7 @@ class ContextSession:
             del self._history[length:]
             kept = length
         state = cut_state(self._state, kept)
-        store = OverwriteStore.from_json_value(
-            [entry for entry in self._manager.store.to_json_value() if _entry_index(entry) < kept]
-        )
+        store = store_before(self._manager.store, kept)
         self._commit(state, store)
         self._requests.forget()
         self._state = state
@@ -437,8 +398,7 @@ class ContextSession:
             usage_timestamp=sent_at,
             usage_generation=last.generation if last is not None else state.generation,
         )
-        snapshot = getattr(self._counter, "snapshot", None)
-        learnt = snapshot() if callable(snapshot) else None
+        learnt = snapshot_of(self._counter)
         if last is not None and not distrusted:  # learnt first: the commit keeps what it learnt
             reported = parsed.tokens_in + parsed.cache_writes + parsed.cache_reads
             self._counter.observe(
@@ -447,9 +407,7 @@ class ContextSession:
         try:
             self._commit(state)
         except BaseException:
-            restore = getattr(self._counter, "restore", None)
-            if learnt is not None and callable(restore):
-                restore(learnt)
+            restore_learnt(self._counter, learnt)
             raise
         self._state = state
 
@@ -513,22 +471,7 @@ class ContextSession:
                 request = needed.request
             finally:
                 self._awaiting = False
-            step = self._compaction.step if self._compaction is not None else None
-            if (
-                step is None or step.summarizer is None
-            ):  # pragma: no cover - only the step raises it
-                raise ConfigurationError("a step asked for a summary, but none can be awaited")
-            step.failure = None
-            try:
-                summary = await asyncio.wait_for(
-                    step.summarizer(request),  # type: ignore[arg-type]
-                    step.timeout,
-                )
-            except Exception as error:  # no summary: the ledger stands in
-                step.last_error = error
-                step.failure = failure_reason(error, step.timeout)
-                summary = None
-            step.ready = (request.messages, summary if isinstance(summary, str) else None)
+            await await_summary(self._compaction, request)
         raise AssertionError("unreachable: the second attempt had its summary")  # pragma: no cover
 
     def _prepare(
@@ -539,42 +482,26 @@ class ContextSession:
         history = self._history
         compaction = self._compaction
         limit = self._info.max_allowed_size
-        actions: list[Action] = list(self._usage_trust.pending())
+        log = RequestLog(self._usage_trust.pending())
         # feed: an in-band summary reply is folded in, the newest results clipped on arrival
         if compaction is not None:
             compaction.configure(limit)
             state, adopted = compaction.adopt(state, history)
             state, resumed = compaction.resumed(state, len(history))
-            actions += [action for action in (adopted, resumed) if action is not None]
+            log.note(adopted, resumed)
         state, view, arrived = self._shrinker.arrive(history, state, limit)
-        if arrived is not None:
-            actions.append(arrived)
-        clips = {(c.message_index, c.block_index): c for c in arrived.clips} if arrived else {}
+        log.arrived(arrived)
         # view: the original's decision from the usage reported for the previous request
-        usage = state.usage
-        stale = usage is not None and state.usage_generation != state.generation
-        manager = self._manager
-        manager.last_replaced = frozenset()
-        result = manager.get_new_context_messages_and_metadata(
-            view,
-            usage=None if stale else usage,
-            timestamp=state.usage_timestamp,  # edits are dated by the request, as in the original
-            context_window=self._info,
-            deleted_range=state.deleted_range,
-            # With compaction on, the pre-flight folds instead of the original's truncation,
-            # as the original itself skips it when it auto-condenses.
-            use_auto_condense=compaction is not None,
+        decision = decide_from_usage(
+            self._manager, view, state, self._info, compacting=compaction is not None
         )
-        replaced = set(manager.last_replaced)
-        if replaced:
-            actions.append(Action("reported-usage-reads", tuple(sorted(replaced))))
-        range_changed = result.updated_deleted_range
-        if range_changed:
-            state = state.hiding(result.deleted_range)
-            actions.append(Action("reported-usage-truncation", deleted_range=result.deleted_range))
-        messages = self._requests.visible(result.truncated_history, state)
+        state = decision.state
+        log.note(*decision.actions)
+        log.replaced.update(decision.replaced)
+        log.range_changed = decision.range_changed
+        messages = self._requests.visible(decision.messages, state)
         estimate = self._requests.estimate(messages, system, tools, reserve)
-        # steps: the pre-flight shrinks a request over the limit
+        # steps: the pre-flight shrinks a request over the limit, or refuses it
         acted = estimate > limit
         if acted:
             draft, shrunk = self._shrinker.shrink(
@@ -589,22 +516,9 @@ class ContextSession:
                 reserve=reserve,
                 limit=limit,
             )
+            log.shrunk(shrunk)
+            check_fits(draft.estimate, reserve, self._info)
             state, messages, estimate = draft.state, draft.messages, draft.estimate
-            actions += shrunk
-            for action in shrunk:
-                if action.step == ReplaceDuplicateReads.name:
-                    replaced.update(action.messages)
-                range_changed = range_changed or action.deleted_range is not None
-                for clip in action.clips:
-                    clips[clip.message_index, clip.block_index] = clip
-            if estimate > limit:
-                raise ContextOverflowError(
-                    f"the smallest request this session can send is about {estimate:,} tokens"
-                    f" (including {reserve:,} reserved for output), over the limit of"
-                    f" {limit:,} for a {self._info.context_window:,}-token window",
-                    estimated_tokens=estimate,
-                    limit=limit,
-                )
         requested = False
         if (
             compaction is not None
@@ -630,25 +544,19 @@ class ContextSession:
         self._state = state
         self._usage_trust.forget()  # reported in these actions
         self._last = _LastRequest(messages, system, tools, now, state.generation)
-        sent = self._to_openai.to_openai(messages) if self._openai is not None else messages
-        wired, repairs = self._wire.shape(
-            sent, "input" if self._format == "responses" else "messages"
-        )
-        if self._format == "responses":
-            wired, dropped = responses.without_trailing_reasoning(wired)
-            repairs += dropped
+        wired, repairs = self._format.send(messages)
         return Prepared(
             messages=wired,
             deleted_range=state.deleted_range,
-            range_changed=range_changed,
-            replaced_reads=len(replaced),
+            range_changed=log.range_changed,
+            replaced_reads=len(log.replaced),
             estimated_tokens=estimate,
             max_allowed_size=limit,
             preflight_acted=acted,
-            clipped=tuple(clips.values()),
-            ignored_stale_usage=stale,
+            clipped=tuple(log.clips.values()),
+            ignored_stale_usage=decision.stale,
             repairs=self._requests.id_repairs(state) + self._requests.orphaned + repairs,
-            actions=tuple(actions),
+            actions=tuple(log.actions),
             summary_requested=requested,
         )
 
@@ -662,13 +570,12 @@ class ContextSession:
     def checkpoint(self) -> Checkpoint:
         """Remember this point; :meth:`rollback` returns to it."""
         self._state = self._ticked(self._state)
-        snapshot = getattr(self._counter, "snapshot", None)
         return Checkpoint(
             history_length=len(self._openai) if self._openai is not None else len(self._history),
             state=self._state,
             store_json=self._manager.context_history_json(),
             timestamp=self._state.last_timestamp,
-            counter_state=snapshot() if callable(snapshot) else None,
+            counter_state=snapshot_of(self._counter),
         )
 
     def rollback(self, checkpoint: Checkpoint) -> None:
@@ -700,19 +607,16 @@ class ContextSession:
         self._history = Growing(
             self._history[: len(self._history) if self._openai else checkpoint.history_length]
         )
-        snapshot = getattr(self._counter, "snapshot", None)
-        restore = getattr(self._counter, "restore", None)
-        learnt = snapshot() if callable(snapshot) and callable(restore) else None
+        learnt = snapshot_of(self._counter, restorable=True)
         if learnt is not None and checkpoint.counter_state is not None:
-            restore(checkpoint.counter_state)  # type: ignore[misc]  # before the commit keeps it
+            restore_learnt(self._counter, checkpoint.counter_state)  # before the commit keeps it
         try:
             self._commit(state, store)
         except BaseException:
-            if learnt is not None:
-                restore(learnt)  # type: ignore[misc]
+            restore_learnt(self._counter, learnt)
             self._history = history_before
             if self._openai is not None:
-                self._openai = OpenAIHistory(openai_before, dialect=self._dialect)
+                self._openai = self._format.history(openai_before)
                 self._sync()
             raise
         self._requests.forget()
@@ -762,8 +666,7 @@ class ContextSession:
         self._state = SessionState()
         self._last = None
         self._manager.store = OverwriteStore()
-        if self._openai is not None:
-            self._openai = OpenAIHistory(dialect=self._dialect)
+        self._openai = self._format.history()
         self._requests = RequestBuilder(
             self._manager, self._counter, place_results=self._place_results
         )
@@ -778,9 +681,10 @@ class ContextSession:
         if loaded is None:
             return
         self._history = Growing(loaded.history)
-        if self._openai is not None:
-            self._openai = OpenAIHistory(dialect=self._dialect)
-            self._openai.extend(self._openai.to_openai(loaded.history))
+        openai = self._format.history()
+        if openai is not None:
+            openai.extend(openai.to_openai(loaded.history))
+            self._openai = openai
             self._sync()
         if loaded.store is not None:
             self._manager.store = loaded.store
