@@ -115,6 +115,16 @@ from ..rules._responses import (
 from ..rules._responses import in_a as _in_a
 from ..rules._responses import one_of as _one_of
 from ._extras import extras as _extras
+from ._responses_notes import (
+    AFTER_NOTE,
+    ARGUMENTS_NOTE,
+    BEFORE_NOTE,
+    CUSTOM_NOTE,
+    ITEM_ID_NOTE,
+    MESSAGE_NOTE,
+    NOTE_KEYS,
+    STRING_NOTE,
+)
 from ._wire import EMPTY_MESSAGE_NOTICE, Repair
 from .openai import AnthropicConversation, TrackedConversation
 
@@ -131,26 +141,6 @@ __all__ = [
     "validate_responses",
     "without_trailing_reasoning",
 ]
-
-BEFORE_NOTE = "responses_before"
-AFTER_NOTE = "responses_after"
-MESSAGE_NOTE = "responses_message"
-STRING_NOTE = "responses_string"
-ITEM_ID_NOTE = "responses_item_id"
-ARGUMENTS_NOTE = "responses_arguments"
-CUSTOM_NOTE = "responses_custom"
-NOTE_KEYS = frozenset(
-    {
-        BEFORE_NOTE,
-        AFTER_NOTE,
-        MESSAGE_NOTE,
-        STRING_NOTE,
-        ITEM_ID_NOTE,
-        ARGUMENTS_NOTE,
-        CUSTOM_NOTE,
-    }
-)
-"""The keys under which Responses-only data rides on Anthropic messages and blocks."""
 
 _PRODUCED_BLOCKS = frozenset({"text", "image", "tool_use", "tool_result"})
 _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.DOTALL)

@@ -8,18 +8,22 @@ that attempt, :func:`await_summary` awaits the summarizer and leaves its answer 
 
 from __future__ import annotations
 
-import asyncio
-
 from .._errors import ConfigurationError
-from ._compaction import Compaction
-from ._summary import SummaryRequest
-from .steps._summarize import failure_reason
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._compaction import Compaction
+    from ._summary import SummaryRequest
 
 __all__ = ["await_summary"]
 
 
 async def await_summary(compaction: Compaction | None, request: SummaryRequest) -> None:
     """Await the summarizer on ``request`` within its timeout; a failure leaves the ledger alone."""
+    import asyncio  # noqa: PLC0415 - an async session's: asyncio costs more than the rest
+
+    from .steps._summarize import failure_reason  # noqa: PLC0415
+
     step = compaction.step if compaction is not None else None
     if step is None or step.summarizer is None:  # pragma: no cover - only the step raises it
         raise ConfigurationError("a step asked for a summary, but none can be awaited")

@@ -8,7 +8,6 @@ that usage is stale (the range grew since that request was prepared).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..cline._manager import ContextManager
 from ..core._messages import Message
@@ -19,16 +18,32 @@ from .steps import Action
 __all__ = ["Decision", "decide_from_usage"]
 
 
-@dataclass(frozen=True, slots=True)
 class Decision:
-    """The state after the decision, the messages it leaves, and what it did."""
+    """The state after the decision, the messages it leaves, and what it did.
 
-    state: SessionState
-    messages: list[Message]
-    actions: tuple[Action, ...]
-    replaced: frozenset[int]  # history indices whose duplicate reads were replaced
-    range_changed: bool
-    stale: bool  # the reported usage belonged to an older range and decided nothing
+    ``replaced`` are the history indices whose duplicate reads were replaced; ``stale`` says the
+    reported usage belonged to an older range and decided nothing. (A plain class: a dataclass
+    costs the session's import a millisecond.)
+    """
+
+    __slots__ = ("actions", "messages", "range_changed", "replaced", "stale", "state")
+
+    def __init__(
+        self,
+        state: SessionState,
+        *,
+        messages: list[Message],
+        actions: tuple[Action, ...],
+        replaced: frozenset[int],
+        range_changed: bool,
+        stale: bool,
+    ) -> None:
+        self.state = state
+        self.messages = messages
+        self.actions = actions
+        self.replaced = replaced
+        self.range_changed = range_changed
+        self.stale = stale
 
 
 def decide_from_usage(
@@ -61,4 +76,11 @@ def decide_from_usage(
     if range_changed:
         state = state.hiding(result.deleted_range)
         actions.append(Action("reported-usage-truncation", deleted_range=result.deleted_range))
-    return Decision(state, result.truncated_history, tuple(actions), replaced, range_changed, stale)
+    return Decision(
+        state,
+        messages=result.truncated_history,
+        actions=tuple(actions),
+        replaced=replaced,
+        range_changed=range_changed,
+        stale=stale,
+    )

@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ConfigurationError, MalformedMessageError
 from ..cline._manager import ContextManager
@@ -36,7 +36,6 @@ from ..core._inputs import check_json_value, check_session_message
 from ..core._messages import Message, SystemPrompt
 from ..core._overwrites import OverwriteStore
 from ..core._window import ContextWindowInfo
-from ..storage import SessionStore
 from ._admission import (
     admit_checkpoint_fields,
     admit_messages,
@@ -44,6 +43,7 @@ from ._admission import (
     admit_request_arguments,
     admit_timestamp,
     admit_usage,
+    check_first,
 )
 from ._arguments import (
     backend_of,
@@ -57,10 +57,7 @@ from ._arguments import (
 from ._format import FormatName, SessionFormat
 from ._handshake import await_summary
 from ._learning import restore_learnt, snapshot_of
-from ._models import warn_no_window
 from ._native_reads import NativeReadDetector
-from ._openai_history import OpenAIHistory
-from ._persistence import Persistence, check_first
 from ._preflight import check_fits
 from ._prepared import Checkpoint, Prepared, Synced
 from ._reported import decide_from_usage
@@ -70,11 +67,15 @@ from ._sdk import MessageLike, UsageInput, message_from_sdk, usage_from_sdk
 from ._shrinking import Shrinker
 from ._state import SessionState, cut_state
 from ._state_extras import load_calibration, stored_window, with_extras
-from ._summary import AsyncSummarizer, Summarizer
 from ._syncing import common_prefix, extends, store_before
 from ._tokens import CalibratedEstimator, TokenCounter
 from ._usage_trust import UsageTrust
 from .steps import Step, SummaryNeeded
+
+if TYPE_CHECKING:
+    from ..storage import SessionStore
+    from ._persistence import Persistence
+    from ._summary import AsyncSummarizer, Summarizer
 
 __all__ = [
     "Checkpoint",
@@ -198,11 +199,17 @@ class ContextSession:
         self._last: _LastRequest | None = None
         self._usage_trust = UsageTrust()  # reported usage checked before it is believed
         self._stored_window: ContextWindowInfo | None = None
-        self._persistence = Persistence(backend) if backend is not None else None
+        self._persistence: Persistence | None = None
+        if backend is not None:
+            from ._persistence import Persistence  # noqa: PLC0415 - a stored session's
+
+            self._persistence = Persistence(backend)
         if self._persistence is not None:
             self._load(self._persistence)
         if context_window is None and model is None:  # the stored window, else the default
             if self._stored_window is None:
+                from ._models import warn_no_window  # noqa: PLC0415 - the model table's module
+
                 warn_no_window()
             self._info = self._stored_window or self._info
 
@@ -231,6 +238,11 @@ class ContextSession:
         state = replace(self._state, deleted_range=checked)
         self._commit(state)
         self._state = state
+
+    @property
+    def format(self) -> FormatName:
+        """The shape the session is fed in and prepares requests in."""
+        return self._format.name
 
     @property
     def window(self) -> ContextWindowInfo:
@@ -328,8 +340,7 @@ class ContextSession:
         over. Messages compare by value, SDK objects read as by :meth:`append`.
         """
         wanted = [message_from_sdk(message) for message in messages]
-        if self._format.name == "openai":
-            wanted = OpenAIHistory.canonical(wanted)
+        wanted = self._format.canonical(wanted)
         current = self._openai.messages if self._openai is not None else list(self._history)
         known = len(current)
         if extends(current, wanted):
@@ -672,6 +683,8 @@ class ContextSession:
         )
         self._shrinker.requests = self._requests
         self._usage_trust.forget()
+        from ._persistence import Persistence  # noqa: PLC0415 - see __init__
+
         self._persistence = Persistence(persistence.backend)
         self._load(self._persistence)
 

@@ -28,6 +28,7 @@ from .._summary import (
     summary_instruction,
 )
 from ._protocol import Action, Draft, newest_turn
+from ._signal import SummaryNeeded
 
 __all__ = [
     "REFOLD",
@@ -41,14 +42,6 @@ __all__ = [
 ]
 
 REFOLD = "refold"  # the step of a fold that asked for no new summary
-
-
-class SummaryNeeded(Exception):  # noqa: N818 - a signal between the step and aprepare, not an error
-    """Raised by the step for an async summarizer: ``aprepare`` awaits it, then prepares again."""
-
-    def __init__(self, request: SummaryRequest) -> None:
-        super().__init__("an async summarizer must be awaited: use aprepare")
-        self.request = request
 
 
 def is_async_summarizer(summarizer: Any) -> bool:
