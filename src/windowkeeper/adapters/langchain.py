@@ -77,9 +77,11 @@ from . import (
     is_opaque,
     jsonable,
     merge_blocks,
+    renamed,
     sent_blocks,
     sources,
     usage_counts,
+    warn_renamed,
 )
 
 __all__ = ["WindowkeeperMiddleware", "from_langchain"]
@@ -612,7 +614,8 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     id for :func:`windowkeeper.model_window`) sets the window; with neither, the window of the
     chat model's ``model_name``/``model`` is looked up when a thread starts. One session per
     thread id (``runtime.execution_info.thread_id``, else ``configurable.thread_id``; without
-    one, ``default_conversation_id``; ``default_thread_id`` is its deprecated older name), or per ``thread_key(request)`` when given. Persistence, at
+    one, ``default_conversation_id``; ``default_thread_id`` is its deprecated older name), or per
+    ``conversation_id_from(request)`` (``thread_key``, its deprecated older name) when given. Persistence, at
     most one of: ``task_root`` (one task folder per thread, ``task_root/<thread id>``),
     ``store_factory`` (``thread id -> SessionStore``), ``session_factory`` (``thread id ->
     ContextSession`` in the default Anthropic format, for full control). The output reserve is what the model sends (the request's ``max_tokens`` setting or the chat
@@ -635,6 +638,7 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         max_output_tokens: int | None = None,
         default_conversation_id: str | None = None,
         default_thread_id: str | None = None,
+        conversation_id_from: Callable[[ModelRequest[Any]], str | None] | None = None,
         thread_key: Callable[[ModelRequest[Any]], str | None] | None = None,
         **session_options: Any,
     ) -> None:
@@ -661,32 +665,53 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
         self._max_output_tokens = max_output_tokens
         self._default_thread = default
-        self._thread_key = thread_key
+        self._thread_key = renamed(
+            conversation_id_from, thread_key, "thread_key", "conversation_id_from"
+        )
         self._tools: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._tools_lock = threading.Lock()
 
     # -- what it holds ---------------------------------------------------------------------
 
-    def session(self, thread_id: str | None = None) -> ContextSession:
-        """The session of ``thread_id`` (default: the default thread), made or resumed now."""
-        return self._conversation(thread_id, None).session
+    # ``thread_id=`` (and ``thread_ids``) are the deprecated older names of ``conversation_id``.
 
-    def last_prepared(self, thread_id: str | None = None) -> Prepared | None:
-        """What the session prepared for the thread's latest model call, or None."""
-        return self._conversation(thread_id, None).last_prepared
+    def session(
+        self, conversation_id: str | None = None, *, thread_id: str | None = None
+    ) -> ContextSession:
+        """The session of ``conversation_id`` (default: the default one), made or resumed now."""
+        return self._conversation(renamed(conversation_id, thread_id, "thread_id"), None).session
 
-    def last_synced(self, thread_id: str | None = None) -> Synced | None:
-        """What the latest ``sync`` did for the thread: messages kept, appended, dropped."""
-        return self._conversation(thread_id, None).last_synced
+    def last_prepared(
+        self, conversation_id: str | None = None, *, thread_id: str | None = None
+    ) -> Prepared | None:
+        """What the session prepared for the conversation's latest model call, or None."""
+        conversation = renamed(conversation_id, thread_id, "thread_id")
+        return self._conversation(conversation, None).last_prepared
+
+    def last_synced(
+        self, conversation_id: str | None = None, *, thread_id: str | None = None
+    ) -> Synced | None:
+        """What the latest ``sync`` did for the conversation: messages kept, appended, dropped."""
+        conversation = renamed(conversation_id, thread_id, "thread_id")
+        return self._conversation(conversation, None).last_synced
+
+    @property
+    def conversation_ids(self) -> list[str]:
+        """The conversations (threads) that have a session in this middleware."""
+        return self._sessions.known()
 
     @property
     def thread_ids(self) -> list[str]:
-        """The threads that have a session in this middleware."""
-        return self._sessions.known()
+        """Deprecated: :attr:`conversation_ids`."""
+        warn_renamed("thread_ids", "conversation_ids")
+        return self.conversation_ids
 
-    def forget(self, thread_id: str) -> None:
-        """Drop the session of ``thread_id`` (closing its store); persisted state stays."""
-        self._sessions.forget(thread_id)
+    def forget(self, conversation_id: str | None = None, *, thread_id: str | None = None) -> None:
+        """Drop the session of ``conversation_id`` (closing its store); persisted state stays."""
+        conversation = renamed(conversation_id, thread_id, "thread_id")
+        if conversation is None:
+            raise ConfigurationError("forget() needs the conversation_id to drop")
+        self._sessions.forget(conversation)
 
     def close(self) -> None:
         """Close every session's storage backend."""
@@ -716,8 +741,8 @@ class WindowkeeperMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # -- inside ----------------------------------------------------------------------------
 
-    def _conversation(self, thread_id: str | None, model_hint: str | None) -> Conversation:
-        key = thread_id if thread_id is not None else self._default_thread
+    def _conversation(self, conversation_id: str | None, model_hint: str | None) -> Conversation:
+        key = conversation_id if conversation_id is not None else self._default_thread
         return self._sessions.get(key, model_hint=model_hint)
 
     def _windowed(self, request: ModelRequest[Any]) -> tuple[Conversation, ModelRequest[Any]]:
