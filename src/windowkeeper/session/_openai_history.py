@@ -21,6 +21,7 @@ from .._errors import MalformedMessageError
 from ..core._incremental import Growing
 from ..core._messages import Message, shared_prefix
 from ..formats import from_anthropic, responses, to_anthropic
+from ..formats._responses_in import to_anthropic_tracked as to_anthropic_tracked_responses
 from ..formats._responses_notes import CUSTOM_NOTE
 from ..formats.openai import to_anthropic_tracked
 
@@ -166,7 +167,7 @@ class OpenAIHistory:
                 for block in message["content"]
                 if isinstance(block, dict) and block.get(CUSTOM_NOTE)
             ]
-            tail = responses.to_anthropic_tracked(
+            tail = to_anthropic_tracked_responses(
                 self._messages[start:], name="history", custom_ids=custom
             )
         else:
