@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, Protocol
 
 from .._errors import ConfigurationError, MalformedMessageError
-from ..core._messages import Message, SystemPrompt, check_message, shared_prefix
+from ..core._messages import JSONValue, Message, SystemPrompt, check_message, shared_prefix
 from ..formats._responses_notes import AFTER_NOTE, BEFORE_NOTE
 from ._images import MAX_IMAGE_TOKENS, image_dimensions, image_tokens
 
@@ -470,7 +470,7 @@ class CalibratedEstimator:
         self,
         messages: Sequence[Message],
         *,
-        system: Any = None,
+        system: SystemPrompt | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> int:
         """The fewest input tokens a provider can plausibly report for this request.
@@ -534,7 +534,7 @@ class CalibratedEstimator:
             "first": None if self._first is None else _anchor_value(self._first),
         }
 
-    def load_state(self, value: Any) -> None:
+    def load_state(self, value: JSONValue) -> None:
         """Resume from :meth:`state_value`; raises ``ValueError`` (naming the part) if unreadable."""
         if not isinstance(value, dict) or value.get("version") != _STATE_VERSION:
             raise ValueError("calibration: expected an object of version 1")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..._errors import ConfigurationError
 from ...core._incremental import Seen
@@ -44,7 +43,7 @@ __all__ = [
 REFOLD = "refold"  # the step of a fold that asked for no new summary
 
 
-def is_async_summarizer(summarizer: Any) -> bool:
+def is_async_summarizer(summarizer: object) -> bool:
     """Whether calling ``summarizer`` gives an awaitable (an ``async def`` function or method)."""
     call = getattr(summarizer, "__call__", None)  # noqa: B004 - a callable object's own method
     return inspect.iscoroutinefunction(summarizer) or inspect.iscoroutinefunction(call)
