@@ -31,19 +31,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from .._errors import ConfigurationError, MalformedMessageError
 from ..cline._manager import ContextManager
 from ..core._file_reads import ReadDetector
-from ..core._incremental import Growing
-from ..core._inputs import check_json_value, check_session_message
 from ..core._messages import Message, SystemPrompt
 from ..core._overwrites import OverwriteStore
 from ..core._window import ContextWindowInfo
 from ._admission import (
     admit_checkpoint_fields,
-    admit_messages,
     admit_range,
     admit_request_arguments,
     admit_timestamp,
     admit_usage,
-    check_first,
 )
 from ._arguments import (
     backend_of,
@@ -56,6 +52,7 @@ from ._arguments import (
 )
 from ._format import FormatName, SessionFormat
 from ._handshake import await_summary
+from ._history import SessionHistory
 from ._learning import restore_learnt, snapshot_of
 from ._native_reads import NativeReadDetector
 from ._preflight import check_fits
@@ -193,8 +190,7 @@ class ContextSession:
         self._max_output_tokens = count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
         self._format = SessionFormat(format)
-        self._history: list[Message] = Growing()  # appended to; any other change is logged
-        self._openai = self._format.history()
+        self._history = SessionHistory(self._format)
         self._state = SessionState()
         self._last: _LastRequest | None = None
         self._usage_trust = UsageTrust()  # reported usage checked before it is believed
@@ -204,7 +200,6 @@ class ContextSession:
             from ._persistence import Persistence  # noqa: PLC0415 - a stored session's
 
             self._persistence = Persistence(backend)
-        if self._persistence is not None:
             self._load(self._persistence)
         if context_window is None and model is None:  # the stored window, else the default
             if self._stored_window is None:
@@ -218,7 +213,7 @@ class ContextSession:
     @property
     def history(self) -> list[Message]:
         """A copy of the full history, in the session's format (messages shared, never modified)."""
-        return self._openai.messages if self._openai is not None else list(self._history)
+        return self._history.given()
 
     @property
     def state(self) -> SessionState:
@@ -233,8 +228,8 @@ class ContextSession:
     @deleted_range.setter
     def deleted_range(self, value: tuple[int, int] | None) -> None:
         # For flows that hide history themselves, as Cline's summarize and condense tools do.
-        self._sync()
-        checked = admit_range(value, len(self._history))
+        self._history.sync()
+        checked = admit_range(value, len(self._history.messages))
         state = replace(self._state, deleted_range=checked)
         self._commit(state)
         self._state = state
@@ -265,8 +260,8 @@ class ContextSession:
         """
         if self._compaction is None:
             return False
-        self._sync()
-        return self._compaction.summarizing(self._state, self._history)
+        self._history.sync()
+        return self._compaction.summarizing(self._state, self._history.messages)
 
     @property
     def manager(self) -> ContextManager:
@@ -292,40 +287,8 @@ class ContextSession:
         message of a conversation must be a user message (the task).
         """
         batch = [message_from_sdk(message) for message in messages]
-        if not batch:
-            return
-        if self._openai is not None:
-            for offset, message in enumerate(batch):
-                check_json_value(message, f"history[{len(self._openai) + offset}]")
-            admit_messages(batch, len(self._openai))
-            self._openai.extend(batch)
-            try:
-                self._sync()
-                check_first(self._history, "history")
-                self._commit(self._state)
-            except BaseException:
-                self._openai.cut(len(self._openai) - len(batch))
-                self._sync()
-                raise
-        else:
-            start = len(self._history)
-            for offset, message in enumerate(batch):
-                check_session_message(message, f"history[{start + offset}]")
-            admit_messages(batch, start)
-            check_first([*self._history[:1], *batch[:1]], "history")
-            self._history.extend(batch)
-            try:
-                self._commit(self._state)
-            except BaseException:
-                del self._history[start:]
-                raise
-
-    def _sync(self) -> Any:
-        """Bring the Anthropic-shaped history up to date; the system prompt of an OpenAI history."""
-        if self._openai is None:
-            return None
-        self._history, system = self._openai.anthropic()
-        return system
+        if batch:
+            self._history.extend(batch, lambda: self._commit(self._state))
 
     def sync(self, messages: Iterable[MessageLike]) -> Synced:
         """Make the history ``messages`` (the whole conversation, as a framework holds it).
@@ -341,7 +304,7 @@ class ContextSession:
         """
         wanted = [message_from_sdk(message) for message in messages]
         wanted = self._format.canonical(wanted)
-        current = self._openai.messages if self._openai is not None else list(self._history)
+        current = self._history.given()
         known = len(current)
         if extends(current, wanted):
             self.extend(wanted[known:])
@@ -358,14 +321,7 @@ class ContextSession:
 
     def _cut(self, length: int) -> None:
         """Cut the history to ``length`` messages and forget every decision past the cut."""
-        self._sync()
-        if self._openai is not None:
-            self._openai.cut(length)
-            self._sync()
-            kept = len(self._history)
-        else:
-            del self._history[length:]
-            kept = length
+        kept = self._history.cut(length)
         state = cut_state(self._state, kept)
         store = store_before(self._manager.store, kept)
         self._commit(state, store)
@@ -438,8 +394,8 @@ class ContextSession:
         Raises :class:`~windowkeeper.ContextOverflowError` when nothing can make the request fit;
         the session is then left exactly as it was before the call.
         """
-        openai_system = self._sync()
-        if not self._history:
+        openai_system = self._history.sync()
+        if not self._history.messages:
             raise MalformedMessageError("history", "no messages to send: append the task first")
         system = check_system(openai_system if system is None else system)
         tools = check_tools(tools)
@@ -490,7 +446,7 @@ class ContextSession:
     ) -> Prepared:
         state = self._ticked(self._state)
         now = state.last_timestamp
-        history = self._history
+        history = self._history.messages
         compaction = self._compaction
         limit = self._info.max_allowed_size
         log = RequestLog(self._usage_trust.pending())
@@ -582,7 +538,7 @@ class ContextSession:
         """Remember this point; :meth:`rollback` returns to it."""
         self._state = self._ticked(self._state)
         return Checkpoint(
-            history_length=len(self._openai) if self._openai is not None else len(self._history),
+            history_length=len(self._history),
             state=self._state,
             store_json=self._manager.context_history_json(),
             timestamp=self._state.last_timestamp,
@@ -601,7 +557,7 @@ class ContextSession:
             raise ConfigurationError(
                 f"rollback takes a Checkpoint from checkpoint(), got {type(checkpoint).__name__}"
             )
-        length = len(self._openai) if self._openai is not None else len(self._history)
+        length = len(self._history)
         admit_checkpoint_fields(checkpoint, length)
         if checkpoint.history_length > length:
             raise ConfigurationError(
@@ -610,14 +566,7 @@ class ContextSession:
             )
         state = replace(checkpoint.state, last_timestamp=self._state.last_timestamp)
         store = OverwriteStore.from_json(checkpoint.store_json)
-        if self._openai is not None:
-            openai_before = self._openai.messages
-            self._openai.cut(checkpoint.history_length)
-            self._sync()
-        history_before = self._history
-        self._history = Growing(
-            self._history[: len(self._history) if self._openai else checkpoint.history_length]
-        )
+        undo = self._history.roll_back(checkpoint.history_length)
         learnt = snapshot_of(self._counter, restorable=True)
         if learnt is not None and checkpoint.counter_state is not None:
             restore_learnt(self._counter, checkpoint.counter_state)  # before the commit keeps it
@@ -625,10 +574,7 @@ class ContextSession:
             self._commit(state, store)
         except BaseException:
             restore_learnt(self._counter, learnt)
-            self._history = history_before
-            if self._openai is not None:
-                self._openai = self._format.history(openai_before)
-                self._sync()
+            undo()
             raise
         self._requests.forget()
         self._state = state
@@ -654,14 +600,14 @@ class ContextSession:
         if self._persistence is None:
             return
         taken = self._persistence.commit(
-            self._history,
+            self._history.messages,
             state,
             store if store is not None else self._manager.store,
-            may_extend=self._openai is None,
+            may_extend=not self._history.openai,
             extras=with_extras({}, self._counter, self._info),
         )
         if taken is not None:  # another program appended: its messages are in the history now
-            self._history = taken
+            self._history.messages = taken
 
     def reload(self) -> None:
         """Read the task again from the store, dropping everything this session holds in memory.
@@ -673,11 +619,10 @@ class ContextSession:
         persistence = self._persistence
         if persistence is None:
             raise ConfigurationError("reload() needs a session with task_dir or store")
-        self._history = Growing()
+        self._history.clear()
         self._state = SessionState()
         self._last = None
         self._manager.store = OverwriteStore()
-        self._openai = self._format.history()
         self._requests = RequestBuilder(
             self._manager, self._counter, place_results=self._place_results
         )
@@ -693,15 +638,10 @@ class ContextSession:
         self._manager.last_load = getattr(persistence.backend, "last_load", None)
         if loaded is None:
             return
-        self._history = Growing(loaded.history)
-        openai = self._format.history()
-        if openai is not None:
-            openai.extend(openai.to_openai(loaded.history))
-            self._openai = openai
-            self._sync()
+        self._history.load(loaded.history)
         if loaded.store is not None:
             self._manager.store = loaded.store
-        persistence.loaded(self._history, loaded.store)
+        persistence.loaded(self._history.messages, loaded.store)
         if loaded.state is not None:
             self._state = loaded.state
             where = f"{persistence.backend.name} (session state)"
