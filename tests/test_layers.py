@@ -20,19 +20,40 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "windowkeeper"
 BELOW: dict[str, set[str]] = {
     "_errors": set(),
     "_version": set(),
-    "core": {"_errors"},
-    "rules": {"_errors", "core"},
-    "formats": {"_errors", "core", "rules"},
-    "storage": {"_errors", "core"},
-    "cline": {"_errors", "core", "rules", "storage"},
-    "session": {"_errors", "core", "rules", "formats", "storage", "cline"},
-    "adapters": {"_errors", "core", "rules", "formats", "storage", "cline", "session"},
-    "transcripts": {"_errors", "core", "rules", "formats", "storage", "cline", "session"},
-    "tools": {"_errors", "core", "rules", "formats", "storage", "cline", "session", "transcripts"},
-    "cli": {"_errors", "core", "rules", "formats", "storage", "cline", "session", "transcripts"}
+    "_lazy": set(),  # the packages' PEP 562 loader, below every layer
+    "core": {"_errors", "_lazy"},
+    "rules": {"_errors", "_lazy", "core"},
+    "formats": {"_errors", "_lazy", "core", "rules"},
+    "storage": {"_errors", "_lazy", "core"},
+    "cline": {"_errors", "_lazy", "core", "rules", "storage"},
+    "session": {"_errors", "_lazy", "core", "rules", "formats", "storage", "cline"},
+    "adapters": {"_errors", "_lazy", "core", "rules", "formats", "storage", "cline", "session"},
+    "transcripts": {"_errors", "_lazy", "core", "rules", "formats", "storage", "cline", "session"},
+    "tools": {
+        "_errors",
+        "_lazy",
+        "core",
+        "rules",
+        "formats",
+        "storage",
+        "cline",
+        "session",
+        "transcripts",
+    },
+    "cli": {
+        "_errors",
+        "_lazy",
+        "core",
+        "rules",
+        "formats",
+        "storage",
+        "cline",
+        "session",
+        "transcripts",
+    }
     | {"tools"},
     # the package's face: everything SPEC.md promises, nothing of the tooling
-    "__init__": {"_errors", "core", "rules", "formats", "storage", "cline", "session"},
+    "__init__": {"_errors", "_lazy", "core", "rules", "formats", "storage", "cline", "session"},
     "__main__": {"cli"},
 }
 NO_IO = {"os", "pathlib", "io", "time", "datetime", "sqlite3", "socket", "shutil", "tempfile"}

@@ -78,6 +78,7 @@ EXPECTED = {
     "UsageLike",
     "Ledger",
     "Sighting",
+    "JSONValue",  # arbitrary JSON in public signatures (issue 21)
 }
 
 # Names SPEC.md promises at the top level; they must stay whatever else changes.

@@ -161,11 +161,59 @@ class TestImport:
             "statistics",
             "typing_extensions",
             "windowkeeper.storage.postgres",  # the optional extra
+            "asyncio",  # aprepare's, when a summary must be awaited
+            "hashlib",  # the calibrated counter's, on the first digest
+            "shlex",  # a shell command's, when one is read
+            "pathlib",  # a task folder's
+            "windowkeeper.storage",  # a stored session's (task_dir= or store=)
+            "windowkeeper.session._persistence",
+            "windowkeeper.cline._task",  # the task-folder reader
+            "windowkeeper.formats.openai",  # the converters, for their formats
+            "windowkeeper.formats.responses",
+            "windowkeeper.session._openai_history",
+            "windowkeeper.rules._anthropic",
+            "windowkeeper.session._compaction",  # a compacting session's
+            "windowkeeper.session._ledger",
+            "windowkeeper.session._summary",
+            "windowkeeper.session.steps._summarize",
+            "windowkeeper.session._models",  # the model table's module, for a model= lookup
         ],
     )
     def test_modules_needed_only_later(self, library: set[str], module: str) -> None:
         """A module that only some calls need is imported by those calls."""
         assert module not in library
+
+    def test_each_lazy_package_names_its_modules_names(self) -> None:
+        """The names that cline, formats and steps load on first use are those modules' own."""
+        from windowkeeper import cline, formats
+        from windowkeeper.cline import _task
+        from windowkeeper.formats import openai
+        from windowkeeper.session import steps
+        from windowkeeper.session.steps import _summarize
+
+        assert cline.__all__ == _task.__all__
+        assert all(getattr(cline, name) is getattr(_task, name) for name in cline.__all__)
+        assert set(formats.__all__) <= set(openai.__all__)
+        assert all(getattr(formats, name) is getattr(openai, name) for name in formats.__all__)
+        lazy = ("REFOLD", "SummarizeTurns", "fold_point", "is_async_summarizer")
+        assert all(getattr(steps, name) is getattr(_summarize, name) for name in lazy)
+        assert steps.SummaryNeeded is _summarize.SummaryNeeded
+
+    def test_a_lazy_package_refuses_an_unknown_name(self) -> None:
+        """A name none of them has is an AttributeError, as for any module."""
+        from windowkeeper import cline, formats
+        from windowkeeper.session import steps
+
+        for package in (cline, formats, steps):
+            with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+                _ = package.Nope
+
+    def test_the_usage_limit_is_the_task_readers(self) -> None:
+        """The largest usage a session takes, written out in the session, is the reader's limit."""
+        from windowkeeper.cline._task import MAX_TOKEN_COUNT
+        from windowkeeper.session._admission import MAX_USAGE_TOKENS
+
+        assert MAX_USAGE_TOKENS == MAX_TOKEN_COUNT
 
     def test_no_sqlite3(self, library: set[str]) -> None:
         """sqlite3 is loaded by the first SQLiteStore, not by the import."""

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .cline._compaction import Compaction, compact_conversation_for_context_window
     from .cline._manager import ContextManager, ContextResult, FileReadOptimization, TaskDir
     from .core._file_reads import ClineReadDetector, ReadDetector, ReadScan, Sighting
-    from .core._messages import Message, MessageInput, SystemPrompt
+    from .core._messages import JSONValue, Message, MessageInput, SystemPrompt
     from .core._overwrites import EditType, OverwriteStore, Update
     from .core._pairing import ensure_tool_results_follow_tool_use
     from .core._truncation import DeletedRange, Keep
@@ -82,6 +82,7 @@ _LAZY: dict[str, str] = {
     "ReadDetector": ".core._file_reads",
     "ReadScan": ".core._file_reads",
     "Sighting": ".core._file_reads",
+    "JSONValue": ".core._messages",
     "Message": ".core._messages",
     "MessageInput": ".core._messages",
     "SystemPrompt": ".core._messages",
@@ -146,6 +147,7 @@ __all__ = [
     "FileReadOptimization",
     "InvalidRangeError",
     "InvalidUsageError",
+    "JSONValue",
     "Keep",
     "Ledger",
     "LoadReport",

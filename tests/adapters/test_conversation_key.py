@@ -21,13 +21,13 @@ WINDOW = 50_000
 def _langchain(**options: Any) -> list[str]:
     middleware = WindowkeeperMiddleware(context_window=WINDOW, **options)
     middleware.session()
-    return middleware.thread_ids
+    return middleware.conversation_ids
 
 
 def _openai_agents(**options: Any) -> list[str]:
     input_filter = WindowkeeperInputFilter(context_window=WINDOW, **options)
     input_filter.session()
-    return input_filter.conversation_keys
+    return input_filter.conversation_ids
 
 
 ADAPTERS: dict[str, tuple[Callable[..., list[str]], str]] = {

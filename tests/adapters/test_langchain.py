@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -231,7 +232,7 @@ def test_threads_have_their_own_sessions() -> None:
     second = agent.invoke({"messages": [HumanMessage("Task B")]}, config("b"))
     again = agent.invoke({"messages": [HumanMessage("More of task A")]}, config("a"))
 
-    assert sorted(middleware.thread_ids) == ["a", "b"]
+    assert sorted(middleware.conversation_ids) == ["a", "b"]
     a, b = middleware.session("a"), middleware.session("b")
     assert a is not b
     assert a.history[0]["content"] == "Task A"
@@ -252,7 +253,7 @@ def test_without_a_thread_id_one_default_session() -> None:
     model = ScriptedToolModel(messages=iter(()), steps=4, probe=recorder)
     agent = create_agent(model, tools=[read_file], system_prompt=SYSTEM, middleware=[middleware])
     state = agent.invoke({"messages": [HumanMessage("Task")]})
-    assert middleware.thread_ids == ["solo"]
+    assert middleware.conversation_ids == ["solo"]
     assert len(middleware.session("solo").history) == len(state["messages"]) - 1
 
 
@@ -545,3 +546,24 @@ def test_the_reserve_is_what_the_wrapped_model_sends() -> None:
     prepared = middleware.last_prepared("big")
     assert prepared is not None
     assert prepared.estimated_tokens >= 6_000
+
+
+@pytest.mark.parametrize("keyword", ["conversation_id_from", "thread_key"])
+def test_a_function_names_the_conversation(keyword: str) -> None:
+    """``conversation_id_from(request)`` replaces the thread rule (``thread_key``, its older
+    name, still works with a DeprecationWarning)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        middleware = WindowkeeperMiddleware(
+            context_window=WINDOW, **{keyword: lambda request: "chosen"}
+        )
+    seen: list[list[BaseMessage]] = []
+    model = ScriptedToolModel(messages=iter(()), steps=3, probe=seen.append)
+    agent = create_agent(model, tools=[read_file], system_prompt=SYSTEM, middleware=[middleware])
+    agent.invoke({"messages": [HumanMessage("Task")]}, config("thread-1"))
+    assert middleware.conversation_ids == ["chosen"]
+    assert seen
+    assert middleware.last_prepared("chosen") is not None
+    deprecations = [str(w.message) for w in caught if w.category is DeprecationWarning]
+    expected = ["thread_key is deprecated: use conversation_id_from"]
+    assert deprecations == (expected if keyword == "thread_key" else [])

@@ -142,7 +142,7 @@ class Script:
         items = list(call.input)
         keys = [
             key
-            for key in self.windowkeeper.conversation_keys
+            for key in self.windowkeeper.conversation_ids
             if (prepared := self.windowkeeper.last_prepared(key)) is not None
             and prepared.messages == items
         ]
@@ -236,7 +236,7 @@ def test_a_long_run_stays_in_the_window(options: dict[str, Any]) -> None:
     assert hooks.recorded == [True] * 33  # every response's usage went to its request
     full = (len(json.dumps(history[:-1])) + len(INSTRUCTIONS)) / 3.5
     assert full > WINDOW  # the whole history would not fit
-    assert windowkeeper.conversation_keys == ["default"]
+    assert windowkeeper.conversation_ids == ["default"]
     session = windowkeeper.session()
     assert session.history == history[:-1]
     last_sent = script.requests[-1][1]
@@ -266,7 +266,9 @@ def test_a_backend_that_under_reports_usage_stays_in_the_window() -> None:
 
 
 def test_concurrent_streamed_conversations_keyed_by_context() -> None:
-    windowkeeper = WindowkeeperInputFilter(WINDOW, key=lambda data: data.context["chat"])
+    windowkeeper = WindowkeeperInputFilter(
+        WINDOW, conversation_id_from=lambda data: data.context["chat"]
+    )
     agent, script = build(windowkeeper, steps=30)
     hooks = Recording(windowkeeper)
 
@@ -289,7 +291,7 @@ def test_concurrent_streamed_conversations_keyed_by_context() -> None:
     first, second = asyncio.run(both())
     check_full_history(first, 30)
     check_full_history(second, 30)
-    assert sorted(windowkeeper.conversation_keys) == ["one", "two"]
+    assert sorted(windowkeeper.conversation_ids) == ["one", "two"]
     assert windowkeeper.session("one").history == first[:-1]
     assert windowkeeper.session("two").history == second[:-1]
     assert [key for key, _ in script.requests].count("one") == 31
@@ -327,12 +329,12 @@ def test_conversations_are_keyed_by_the_group_id() -> None:
     with trace("workflow", group_id="c"):  # an enclosing trace names the conversation too
         run(agent, "Task C", windowkeeper, **traced)
     run(agent, "Task D", windowkeeper, group_id="d")  # tracing off: the group id is not seen
-    assert sorted(windowkeeper.conversation_keys) == ["a", "b", "c", "default"]
+    assert sorted(windowkeeper.conversation_ids) == ["a", "b", "c", "default"]
     assert windowkeeper.session("default").history[0]["content"] == "Task D"
 
 
 def test_an_sdk_session_continues_the_conversation() -> None:
-    windowkeeper = WindowkeeperInputFilter(WINDOW, key=lambda data: "chat")
+    windowkeeper = WindowkeeperInputFilter(WINDOW, conversation_id_from=lambda data: "chat")
     agent, script = build(windowkeeper, steps=3)
     memory = SQLiteSession("chat")
     try:
@@ -356,7 +358,7 @@ def test_an_sdk_session_continues_the_conversation() -> None:
 def test_a_new_filter_resumes_the_conversation_from_its_task_folder(tmp_path: Path) -> None:
     options: dict[str, Any] = {"mask_keep_recent": None}
     first = WindowkeeperInputFilter(
-        WINDOW, task_root=tmp_path, key=lambda data: "conv 1", **options
+        WINDOW, task_root=tmp_path, conversation_id_from=lambda data: "conv 1", **options
     )
     agent, _ = build(first, steps=24)
     result = run(agent, "First task", first)
@@ -368,7 +370,7 @@ def test_a_new_filter_resumes_the_conversation_from_its_task_folder(tmp_path: Pa
     # The history as an application stores it: JSON, read back into new objects.
     history = json.loads(json.dumps(result.to_input_list()))
     second = WindowkeeperInputFilter(
-        WINDOW, task_root=tmp_path, key=lambda data: "conv 1", **options
+        WINDOW, task_root=tmp_path, conversation_id_from=lambda data: "conv 1", **options
     )
     resumed = second.session("conv 1")
     assert resumed.history == before.history
@@ -388,7 +390,7 @@ def test_a_new_filter_resumes_the_conversation_from_its_task_folder(tmp_path: Pa
     assert not synced.restarted
     assert len(script.requests) == 6
     assert len(more.to_input_list()) == len(history) + 1 + 2 * 5 + 1
-    assert second.conversation_keys == ["conv 1"]
+    assert second.conversation_ids == ["conv 1"]
     second.close()
 
 
@@ -520,10 +522,10 @@ def test_arguments_are_checked(tmp_path: Path) -> None:
         WindowkeeperInputFilter(format="openai")
     with pytest.raises(ConfigurationError, match="max_output_tokens"):
         WindowkeeperInputFilter(max_output_tokens=-1)
-    with pytest.raises(ConfigurationError, match="key must be callable"):
-        WindowkeeperInputFilter(key="chat")  # type: ignore[arg-type]
-    wrong_key = WindowkeeperInputFilter(WINDOW, key=lambda data: 7)  # type: ignore[arg-type, return-value]
-    with pytest.raises(ConfigurationError, match="key must return"):
+    with pytest.raises(ConfigurationError, match="conversation_id_from must be callable"):
+        WindowkeeperInputFilter(conversation_id_from="chat")  # type: ignore[arg-type]
+    wrong_key = WindowkeeperInputFilter(WINDOW, conversation_id_from=lambda data: 7)  # type: ignore[arg-type, return-value]
+    with pytest.raises(ConfigurationError, match="conversation_id_from must return"):
         wrong_key(call_data(agent, items))
     anthropic = WindowkeeperInputFilter(session_factory=lambda key: ContextSession(WINDOW))
     with pytest.raises(ConfigurationError, match="format='responses'"):
@@ -532,9 +534,9 @@ def test_arguments_are_checked(tmp_path: Path) -> None:
         session_factory=lambda key: ContextSession(WINDOW, format="responses")
     )
     assert made(call_data(agent, items)).input == items
-    assert made.conversation_keys == ["default"]
+    assert made.conversation_ids == ["default"]
     made.forget("default")
-    assert made.conversation_keys == []
+    assert made.conversation_ids == []
 
 
 def docs_example(heading: str) -> str:

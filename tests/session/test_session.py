@@ -370,7 +370,7 @@ class TestOpenAIFormat:
                 assert (
                     true_tokens(
                         session.manager.get_truncated_messages(
-                            session._history, prepared.deleted_range
+                            session._history.messages, prepared.deleted_range
                         )
                     )
                     <= prepared.max_allowed_size

@@ -8,7 +8,6 @@ import pytest
 
 from windowkeeper import ConfigurationError, TokenUsage, validate_messages
 from windowkeeper._errors import StepError, WindowkeeperError
-from windowkeeper.core._overwrites import EditType, text_update
 from windowkeeper.session._clipping import Clip
 from windowkeeper.session._session import ContextSession
 from windowkeeper.session.steps import (
@@ -151,7 +150,7 @@ class _Endless:
 
     def apply(self, draft: Draft) -> Action | None:
         self.rounds += 1
-        draft.store.record(0, EditType.UNDEFINED, 0, text_update(draft.now, f"r{self.rounds}"))
+        draft.replace_text(0, 0, f"r{self.rounds}")
         return Action(self.name)
 
 
@@ -220,3 +219,52 @@ class TestRunnerGuards:
             session.prepare()
         assert (session.deleted_range, session.manager.context_history_json()) == before
         assert issubclass(StepError, WindowkeeperError)
+
+
+class _Inspect:
+    """A step that records what the draft offers it, then passes."""
+
+    name = "inspect"
+    repeats = False
+
+    def __init__(self) -> None:
+        self.seen: dict[str, object] = {}
+
+    def apply(self, draft: Draft) -> Action | None:
+        self.seen = {name: getattr(draft, name) for name in dir(draft) if not name.startswith("_")}
+        return None
+
+
+class _EditOutside:
+    """A step that edits a message the history does not have."""
+
+    name = "edit-outside"
+    repeats = False
+
+    def apply(self, draft: Draft) -> Action | None:
+        draft.replace_text(len(draft.history), 0, "x")
+        return Action(self.name)
+
+
+class TestNarrowDraft:
+    """A step gets values and asks the draft for changes: no store, no manager."""
+
+    def test_the_draft_offers_no_store_and_no_manager(self) -> None:
+        """Nothing public on the draft is the session's edit log or its manager."""
+        from windowkeeper import ContextManager, OverwriteStore
+
+        step = _Inspect()
+        _over_the_limit([step, ClipLargeBlocks()]).prepare()
+        assert step.seen
+        assert "store" not in step.seen
+        assert "manager" not in step.seen
+        handles = (OverwriteStore, ContextManager)
+        assert not [name for name, value in step.seen.items() if isinstance(value, handles)]
+        edits = {"replace_duplicate_reads", "mask_old_outputs", "add_truncation_notice"}
+        assert edits | {"replace_text", "hide", "fold", "clip"} <= set(step.seen)
+
+    def test_an_edit_outside_the_history_is_refused(self) -> None:
+        """``replace_text`` names a message of the history, or the step is at fault."""
+        session = _over_the_limit([_EditOutside()])
+        with pytest.raises(StepError, match="not in the history"):
+            session.prepare()

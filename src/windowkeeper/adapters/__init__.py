@@ -72,6 +72,29 @@ def default_conversation(value: str | None, old: str | None, old_name: str) -> s
     return value
 
 
+def renamed(
+    value: T | None, old: T | None, old_name: str, name: str = "conversation_id"
+) -> T | None:
+    """``value``, or the value given under its deprecated older name ``old_name`` (warned).
+
+    Every adapter calls the conversation key ``conversation_id``; the names an adapter used
+    before (``thread_id``, ``key``) keep working for one release with a DeprecationWarning.
+    """
+    if old is None:
+        return value
+    if value is not None:
+        raise ConfigurationError(f"give {name} or {old_name}, not both")
+    warn_renamed(old_name, name, stacklevel=4)
+    return old
+
+
+def warn_renamed(old_name: str, name: str, *, stacklevel: int = 3) -> None:
+    """Warn that ``old_name`` is deprecated for ``name`` (at the caller's caller by default)."""
+    warnings.warn(
+        f"{old_name} is deprecated: use {name}", DeprecationWarning, stacklevel=stacklevel
+    )
+
+
 def folder_name(key: str) -> str:
     """A folder name for a conversation key: the key itself when it is a safe name, else a
     readable part and a hash (so that two keys never share a folder)."""

@@ -26,9 +26,10 @@ instructions=...)``: the items the session sends, valid for the Responses API (e
 ``function_call`` with its output), within the window. That input is for that model call only:
 the run's history (``result.to_input_list()``, an SDK ``Session``) keeps every item.
 
-The conversation: ``key(call_model_data)`` when given (and not None), else the ``group_id`` of
-the run's trace (``RunConfig(group_id=...)`` or an enclosing ``trace(..., group_id=...)``;
-visible only while tracing is on), else ``default_key``.
+The conversation: ``conversation_id_from(call_model_data)`` when given (and not None), else the
+``group_id`` of the run's trace (``RunConfig(group_id=...)`` or an enclosing
+``trace(..., group_id=...)``; visible only while tracing is on), else
+``default_conversation_id``.
 
 Usage: ``CallModelData`` carries no usage, so the filter comes with run hooks,
 :attr:`WindowkeeperInputFilter.hooks`, whose ``on_llm_end`` records the response's ``usage`` for
@@ -71,7 +72,9 @@ from . import (
     default_conversation,
     folder_name,
     jsonable,
+    renamed,
     usage_counts,
+    warn_renamed,
 )
 
 __all__ = ["KeyFunction", "WindowkeeperInputFilter", "WindowkeeperRunHooks"]
@@ -222,7 +225,7 @@ class _ResponsesSessions(Sessions):
     def _new_session(self, key: str, model_hint: str | None) -> ContextSession:
         if self._session_factory is not None:
             session = super()._new_session(key, model_hint)
-            if getattr(session, "_format", "responses") != "responses":
+            if session.format != "responses":
                 raise ConfigurationError(
                     "session_factory must return a ContextSession(format='responses')"
                 )
@@ -274,11 +277,13 @@ class WindowkeeperInputFilter:
     ``context_window`` (tokens, or a :class:`~windowkeeper.ContextWindowInfo`) or ``model`` (an
     id for :func:`windowkeeper.model_window`) sets the window; with neither, the agent's model
     (``Agent.model``, a name or a model object's ``model``) is looked up when a conversation
-    starts. One session per conversation: ``key(call_model_data)`` when it returns a string,
+    starts. One session per conversation: ``conversation_id_from(call_model_data)`` (``key``, its
+    deprecated older name) when it returns a string,
     else the run's trace ``group_id``, else ``default_conversation_id`` (``default_key`` is its
     deprecated older name). Persistence, at most one of:
-    ``task_root`` (one task folder per conversation, ``task_root/<key>``), ``store_factory``
-    (``key -> SessionStore``), ``session_factory`` (``key -> ContextSession(format="responses")``,
+    ``task_root`` (one task folder per conversation, ``task_root/<conversation id>``),
+    ``store_factory`` (``conversation id -> SessionStore``), ``session_factory``
+    (``conversation id -> ContextSession(format="responses")``,
     for full control). ``max_output_tokens`` is reserved for the answer (default: the agent's
     ``model_settings.max_tokens``); other keyword arguments go to each :class:`ContextSession`
     (``max_result_share``, ``mask_keep_recent``, ``shrink_target``, ``detector``, ...).
@@ -293,6 +298,7 @@ class WindowkeeperInputFilter:
         store_factory: StoreFactory | None = None,
         session_factory: SessionFactory | None = None,
         max_output_tokens: int | None = None,
+        conversation_id_from: KeyFunction | None = None,
         key: KeyFunction | None = None,
         default_conversation_id: str | None = None,
         default_key: str | None = None,
@@ -306,8 +312,11 @@ class WindowkeeperInputFilter:
             raise ConfigurationError(
                 f"max_output_tokens must be a non-negative int, got {max_output_tokens!r}"
             )
+        key = renamed(conversation_id_from, key, "key", "conversation_id_from")
         if key is not None and not callable(key):
-            raise ConfigurationError(f"key must be callable, got {type(key).__name__}")
+            raise ConfigurationError(
+                f"conversation_id_from must be callable, got {type(key).__name__}"
+            )
         default = default_conversation(default_conversation_id, default_key, "default_key")
         self._sessions = _ResponsesSessions(
             context_window=context_window,
@@ -333,26 +342,43 @@ class WindowkeeperInputFilter:
         """Run hooks that record usage: ``Runner.run(..., hooks=windowkeeper.hooks)``."""
         return self._hooks
 
-    def session(self, key: str | None = None) -> ContextSession:
-        """The session of ``key`` (default: the default key), made or resumed now."""
-        return self._conversation(key, None).session
+    # ``key=`` (and ``conversation_keys``) are the deprecated older names of ``conversation_id``.
 
-    def last_prepared(self, key: str | None = None) -> Prepared | None:
+    def session(
+        self, conversation_id: str | None = None, *, key: str | None = None
+    ) -> ContextSession:
+        """The session of ``conversation_id`` (default: the default one), made or resumed now."""
+        return self._conversation(renamed(conversation_id, key, "key"), None).session
+
+    def last_prepared(
+        self, conversation_id: str | None = None, *, key: str | None = None
+    ) -> Prepared | None:
         """What the session prepared for the conversation's latest model call, or None."""
-        return self._conversation(key, None).last_prepared
+        return self._conversation(renamed(conversation_id, key, "key"), None).last_prepared
 
-    def last_synced(self, key: str | None = None) -> Synced | None:
+    def last_synced(
+        self, conversation_id: str | None = None, *, key: str | None = None
+    ) -> Synced | None:
         """What the latest ``sync`` did for the conversation: items kept, appended, dropped."""
-        return self._conversation(key, None).last_synced
+        return self._conversation(renamed(conversation_id, key, "key"), None).last_synced
 
     @property
-    def conversation_keys(self) -> list[str]:
+    def conversation_ids(self) -> list[str]:
         """The conversations that have a session in this filter."""
         return self._sessions.known()
 
-    def forget(self, key: str) -> None:
-        """Drop the session of ``key`` (closing its store); persisted state stays."""
-        self._sessions.forget(key)
+    @property
+    def conversation_keys(self) -> list[str]:
+        """Deprecated: :attr:`conversation_ids`."""
+        warn_renamed("conversation_keys", "conversation_ids")
+        return self.conversation_ids
+
+    def forget(self, conversation_id: str | None = None, *, key: str | None = None) -> None:
+        """Drop the session of ``conversation_id`` (closing its store); persisted state stays."""
+        conversation = renamed(conversation_id, key, "key")
+        if conversation is None:
+            raise ConfigurationError("forget() needs the conversation_id to drop")
+        self._sessions.forget(conversation)
 
     def close(self) -> None:
         """Close every session's storage backend."""
@@ -406,7 +432,7 @@ class WindowkeeperInputFilter:
             if key is not None:
                 if not isinstance(key, str):
                     raise ConfigurationError(
-                        f"key must return a string or None, got {type(key).__name__}"
+                        f"conversation_id_from must return a string or None, got {type(key).__name__}"
                     )
                 return key
         group = getattr(get_current_trace(), "group_id", None)

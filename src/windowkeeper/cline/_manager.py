@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, cast
 
 if TYPE_CHECKING:
     import logging
+
+    from ..storage import LoadReport
 
 from ..core._file_reads import (
     SAVINGS_THRESHOLD,
@@ -31,7 +32,6 @@ from ..core._truncation import DeletedRange, Keep, check_range, next_range, visi
 from ..core._usage import UsageLike, _as_usage, should_compact
 from ..core._visible import OverwriteMemo, truncated_messages
 from ..core._window import ContextWindowInfo, as_window_info
-from ..storage import CONTEXT_HISTORY_FILE, LoadReport, atomic_write_text, load_store
 
 __all__ = ["ContextManager", "ContextResult", "FileReadOptimization"]
 
@@ -107,6 +107,8 @@ class ContextManager:
         Returns, and keeps in ``last_load``, a report of what was found; a corrupt file is logged,
         set aside and reported rather than raised, as the original starts empty on it.
         """
+        from ..storage import load_store  # noqa: PLC0415 - a task folder's, not the import's
+
         self.store, report = load_store(task_dir)
         self.last_load = report
         if not report.ok:
@@ -121,6 +123,10 @@ class ContextManager:
 
     def save_context_history(self, task_dir: str | os.PathLike[str]) -> bool:
         """Write the store to ``task_dir`` atomically; log and return False on failure."""
+        from pathlib import Path  # noqa: PLC0415 - a task folder's, not the import's
+
+        from ..storage import CONTEXT_HISTORY_FILE, atomic_write_text  # noqa: PLC0415
+
         path = Path(task_dir) / CONTEXT_HISTORY_FILE
         try:
             atomic_write_text(path, self.store.to_json())

@@ -348,7 +348,7 @@ def _check_history(path: Path, history: Sequence[Any]) -> None:
         _optional_integer(message.get("ts"), path, f"{where}.ts")
 
 
-def check_depth(value: Any, path: str, limit: int = MAX_JSON_DEPTH) -> None:
+def check_depth(value: object, path: str, limit: int = MAX_JSON_DEPTH) -> None:
     """Raise :class:`MalformedMessageError` when ``value`` nests more than ``limit`` arrays and
     objects (``value`` itself included). The walk uses a stack of its own, never recursion."""
     stack: list[tuple[Any, int]] = [(value, 1)]

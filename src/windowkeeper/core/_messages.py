@@ -14,7 +14,7 @@ they did not change.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NotRequired, TypedDict, TypeVar
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, TypeVar
 
 from .._errors import MalformedMessageError
 from ._incremental import Seen, shared_prefix
@@ -24,6 +24,7 @@ __all__ = [
     "CheckMemo",
     "ContentBlock",
     "ImageBlock",
+    "JSONValue",
     "Message",
     "MessageDict",
     "MessageInput",
@@ -41,6 +42,10 @@ __all__ = [
     "with_block_content",
     "with_block_text",
 ]
+
+JSONValue: TypeAlias = bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"] | None
+"""Any JSON value: what a stored file holds where windowkeeper keeps it as found (the original's
+edit log, a counter's calibration, a transcript's records) and what its readers check."""
 
 Message = dict[str, Any]
 """A message as windowkeeper handles and returns it: a dict in the Anthropic Messages shape."""

@@ -21,11 +21,14 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import CorruptStoreError
 from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
 from ._notices import TRUNCATION_NOTICE
+
+if TYPE_CHECKING:
+    from ._messages import JSONValue
 
 __all__ = [
     "CONTENT",
@@ -55,10 +58,10 @@ class EditType(IntEnum):
 class Update:
     """A typed view of one stored update; its lists are copies, so changing them changes nothing."""
 
-    timestamp: Any
-    kind: Any
-    content: Any
-    metadata: Any
+    timestamp: JSONValue
+    kind: JSONValue
+    content: JSONValue
+    metadata: JSONValue
 
     @property
     def text(self) -> str | None:
@@ -77,7 +80,7 @@ class Update:
         return None
 
     @classmethod
-    def of(cls, raw: Any) -> Update:
+    def of(cls, raw: JSONValue) -> Update:
         """View a stored JSON value as an update; missing parts read as None."""
         parts = [_clone(part) for part in raw[:4]] if isinstance(raw, list) else []
         parts += [None] * (4 - len(parts))
@@ -172,11 +175,11 @@ class OverwriteStore:
     def __repr__(self) -> str:
         return f"OverwriteStore({self.to_json()})"
 
-    def message_indices(self) -> list[Any]:
+    def message_indices(self) -> list[JSONValue]:
         """The edited message indices, in insertion order."""
         return [_plain(key) for key in self._entries]
 
-    def update_count(self, edit_types: Collection[Any] | None = None) -> int:
+    def update_count(self, edit_types: Collection[JSONValue] | None = None) -> int:
         """How many updates the store holds, in entries of ``edit_types`` (all when None).
 
         Counts without copying anything, unlike :meth:`entries`.
@@ -207,7 +210,7 @@ class OverwriteStore:
             )
             yield Entry(_plain(key), _clone(entry.edit_type), blocks)
 
-    def edit_type(self, message_index: int) -> Any:
+    def edit_type(self, message_index: int) -> JSONValue:
         """The edit type of a message's entry, or None when it has none."""
         entry = self._entries.get(_lookup(message_index))
         return None if entry is None else entry.edit_type
@@ -255,7 +258,13 @@ class OverwriteStore:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def record(self, message_index: Any, edit_type: Any, block_index: Any, update: Any) -> None:
+    def record(
+        self,
+        message_index: JSONValue,
+        edit_type: JSONValue,
+        block_index: JSONValue,
+        update: JSONValue,
+    ) -> None:
         """Append a copy of ``update`` to a block, creating the entry with ``edit_type`` if new.
 
         An existing entry keeps the edit type it was created with, as in the original. Raises
@@ -360,7 +369,7 @@ class OverwriteStore:
 
     # -- the original's JSON ---------------------------------------------------------------
 
-    def to_json_value(self) -> list[Any]:
+    def to_json_value(self) -> list[JSONValue]:
         """The store as the nested lists of ``context_history.json`` (fresh lists, safe to keep)."""
         value, _ = loads(self.to_json())
         return value  # type: ignore[no-any-return]
@@ -385,7 +394,7 @@ class OverwriteStore:
         return cls._build(value, exotic)
 
     @classmethod
-    def from_json_value(cls, value: Any) -> OverwriteStore:
+    def from_json_value(cls, value: JSONValue) -> OverwriteStore:
         """Build a store from parsed JSON (copied), as the original's loader reads it.
 
         The loader destructures each item as ``[messageIndex, [editType, pairs]]`` and rebuilds

@@ -249,7 +249,8 @@ def _with_overwrites(
         ):
             continue
         current = new_content if new_content is not None else content
-        block = _SETTERS.get(latest.kind, with_block_text)(current[target], text)
+        setter = _SETTERS.get(latest.kind, with_block_text)  # type: ignore[arg-type]  # any JSON kind
+        block = setter(current[target], text)
         if block is not current[target]:
             if new_content is None:
                 new_content = list(content)

@@ -30,8 +30,8 @@ from .._errors import (
     MalformedMessageError,
     TaskFolderError,
 )
-from ..cline._task import MAX_TOKEN_COUNT
 from ..core._inputs import check_json_value
+from ..core._messages import Message
 from ..core._truncation import DeletedRange, check_range
 from ..core._usage import TokenUsage
 from ._state import SessionState, state_from_json, state_to_json
@@ -45,12 +45,15 @@ __all__ = [
     "admit_request_arguments",
     "admit_timestamp",
     "admit_usage",
+    "check_first",
 ]
 
 MAX_STATE_INT = 10**15
 """Every integer of the persisted state is below this (the state reader refuses the rest)."""
 
-MAX_USAGE_TOKENS = MAX_TOKEN_COUNT
+# cline._task.MAX_TOKEN_COUNT (a test says so), written out so that a session does not load
+# the task-folder reader
+MAX_USAGE_TOKENS = 10**15 - 1
 """The largest usage count taken: the bound of every token count a task folder may hold."""
 
 _FIELDS = ("tokens_in", "tokens_out", "cache_writes", "cache_reads")
@@ -190,3 +193,11 @@ def admit_request_arguments(system: Any, tools: Sequence[Any] | None) -> None:
         for position, tool in enumerate(tools):
             check_json_value(tool, f"tools[{position}]")
             _check_text(tool, f"tools[{position}]")
+
+
+def check_first(history: Sequence[Message], name: str) -> None:
+    """The first message of a conversation must be a user message (the task)."""
+    if history and history[0].get("role") != "user":
+        raise MalformedMessageError(
+            f"{name}[0].role", "the first message must be a user message (the task)"
+        )

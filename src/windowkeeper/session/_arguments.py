@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._errors import ConfigurationError, MalformedMessageError
 from ..core._window import ContextWindowInfo, context_window_info
-from ._compaction import Compaction
-from ._models import model_window
-from .steps import Step, SummarizeTurns, default_steps
+from .steps import Step, default_steps
+
+if TYPE_CHECKING:
+    from ..storage import SessionStore
+    from ._compaction import Compaction
+    from .steps import SummarizeTurns
 
 __all__ = [
+    "backend_of",
     "check_steps",
     "check_system",
     "check_tools",
@@ -29,7 +33,11 @@ def window_of(context_window: Any, model: Any) -> ContextWindowInfo:
     if isinstance(context_window, ContextWindowInfo):
         return context_window
     if context_window is None:
-        return model_window(model) if model is not None else context_window_info(None)
+        if model is None:
+            return context_window_info(None)
+        from ._models import model_window  # noqa: PLC0415 - the model table waits for a model
+
+        return model_window(model)
     if isinstance(context_window, str):
         raise ConfigurationError(
             f"context_window must be a number of tokens, got the string {context_window!r}"
@@ -117,6 +125,9 @@ def shrink_steps(
     """
     if keep_recent_tokens is not None:
         count_argument("keep_recent_tokens", keep_recent_tokens)
+    # noqa'd imports here: compaction is loaded by the sessions that compact
+    from .steps import SummarizeTurns  # noqa: PLC0415
+
     if steps is not None:
         if summarize is not False:
             raise ConfigurationError(
@@ -147,6 +158,8 @@ def shrink_steps(
     if in_band_at is not None and not step.in_band:
         raise ConfigurationError("in_band_at plays no part without summarize='in-band'")
     at = share("in_band_at", in_band_at) if in_band_at is not None else 0.85
+    from ._compaction import Compaction  # noqa: PLC0415
+
     return checked, Compaction(step, in_band_at=at)
 
 
@@ -155,6 +168,8 @@ def _summarize_step(
 ) -> SummarizeTurns | None:
     if summarize is False or summarize is None:
         return None
+    from .steps import SummarizeTurns  # noqa: PLC0415 - see shrink_steps
+
     if summarize is True:
         return SummarizeTurns(None, keep_recent_tokens=keep_recent_tokens)
     if summarize == "in-band":
@@ -165,3 +180,19 @@ def _summarize_step(
             f" got {type(summarize).__name__}"
         )
     return SummarizeTurns(summarize, keep_recent_tokens=keep_recent_tokens, timeout=timeout)
+
+
+def backend_of(task_dir: Any, store: Any) -> SessionStore | None:
+    """The storage backend a session is given: a task folder, a store, or neither."""
+    if task_dir is not None and store is not None:
+        raise ConfigurationError("give task_dir or store, not both")
+    if task_dir is None and store is None:
+        return None
+    from ..storage import SessionStore, TaskFolderStore  # noqa: PLC0415 - a stored session's
+
+    backend = TaskFolderStore(task_dir) if task_dir is not None else store
+    if not isinstance(backend, SessionStore):
+        raise ConfigurationError(
+            f"store must be a SessionStore (load, commit, close), got {type(store).__name__}"
+        )
+    return backend

@@ -21,6 +21,8 @@ from .._errors import MalformedMessageError
 from ..core._incremental import Growing
 from ..core._messages import Message, shared_prefix
 from ..formats import from_anthropic, responses, to_anthropic
+from ..formats._responses_in import to_anthropic_tracked as to_anthropic_tracked_responses
+from ..formats._responses_notes import CUSTOM_NOTE
 from ..formats.openai import to_anthropic_tracked
 
 __all__ = ["OpenAIHistory", "OpenAIShaper"]
@@ -163,9 +165,9 @@ class OpenAIHistory:
                 for message in (self._anthropic[:kept] if self._customs else ())
                 if message.get("role") == "assistant" and isinstance(message.get("content"), list)
                 for block in message["content"]
-                if isinstance(block, dict) and block.get(responses.CUSTOM_NOTE)
+                if isinstance(block, dict) and block.get(CUSTOM_NOTE)
             ]
-            tail = responses.to_anthropic_tracked(
+            tail = to_anthropic_tracked_responses(
                 self._messages[start:], name="history", custom_ids=custom
             )
         else:

@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._errors import MalformedMessageError, TaskFolderError
+from .._errors import ConcurrentUpdateError, MalformedMessageError, TaskFolderError
 from ..core._incremental import Growing, Seen
 from ..core._inputs import check_session_message
 from ..core._messages import Message
 from ..core._overwrites import CorruptStoreError, OverwriteStore
-from ..storage import Commit, ConcurrentUpdateError, SessionStore
+from ._admission import check_first
 from ._state import SessionState, state_from_json, state_to_json
 
-__all__ = ["HISTORY_FILE", "Loaded", "Persistence", "check_first"]
+if TYPE_CHECKING:
+    from ..storage import SessionStore
+
+__all__ = ["HISTORY_FILE", "Loaded", "Persistence"]
 
 HISTORY_FILE = "api_conversation_history.json"
-
-
-def check_first(history: Sequence[Message], name: str) -> None:
-    """The first message of a conversation must be a user message (the task)."""
-    if history and history[0].get("role") != "user":
-        raise MalformedMessageError(
-            f"{name}[0].role", "the first message must be a user message (the task)"
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +70,8 @@ class Persistence:
         if self.refused is not None:  # the stored task moved on: reload before writing again
             refused = self.refused
             raise ConcurrentUpdateError(refused.task, self._version, refused.found)
+        from ..storage import Commit  # noqa: PLC0415 - loaded with the backend, not the session
+
         changed = self._store != (store, store.revision)
         store_json = store.to_json() if changed else None
         taken: list[Message] | None = None

@@ -22,38 +22,27 @@ nothing can make it fit. Compaction's own policy lives in
 
 from __future__ import annotations
 
-import asyncio
-import operator
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from .._errors import (
-    ConfigurationError,
-    ContextOverflowError,
-    MalformedMessageError,
-)
+from .._errors import ConfigurationError, MalformedMessageError
 from ..cline._manager import ContextManager
 from ..core._file_reads import ReadDetector
-from ..core._incremental import Growing
-from ..core._inputs import check_json_value, check_session_message
 from ..core._messages import Message, SystemPrompt
 from ..core._overwrites import OverwriteStore
 from ..core._window import ContextWindowInfo
-from ..formats import from_anthropic, responses
-from ..formats._wire import WireShaper, anthropic_message, openai_message
-from ..storage import SessionStore, TaskFolderStore
 from ._admission import (
     admit_checkpoint_fields,
-    admit_messages,
     admit_range,
     admit_request_arguments,
     admit_timestamp,
     admit_usage,
 )
 from ._arguments import (
+    backend_of,
     check_system,
     check_tools,
     count_argument,
@@ -61,26 +50,29 @@ from ._arguments import (
     shrink_steps,
     window_of,
 )
-from ._models import warn_no_window
+from ._format import FormatName, SessionFormat
+from ._handshake import await_summary
+from ._history import SessionHistory
+from ._learning import restore_learnt, snapshot_of
 from ._native_reads import NativeReadDetector
-from ._openai_history import OpenAIHistory, OpenAIShaper
-from ._persistence import Persistence, check_first
+from ._preflight import check_fits
 from ._prepared import Checkpoint, Prepared, Synced
+from ._reported import decide_from_usage
 from ._request import RequestBuilder, finish_request, place_truncation_notice
+from ._request_log import RequestLog
 from ._sdk import MessageLike, UsageInput, message_from_sdk, usage_from_sdk
 from ._shrinking import Shrinker
 from ._state import SessionState, cut_state
 from ._state_extras import load_calibration, stored_window, with_extras
-from ._summary import AsyncSummarizer, Summarizer
+from ._syncing import common_prefix, extends, store_before
 from ._tokens import CalibratedEstimator, TokenCounter
 from ._usage_trust import UsageTrust
-from .steps import (
-    Action,
-    ReplaceDuplicateReads,
-    Step,
-    SummaryNeeded,
-)
-from .steps._summarize import failure_reason
+from .steps import Step, SummaryNeeded
+
+if TYPE_CHECKING:
+    from ..storage import SessionStore
+    from ._persistence import Persistence
+    from ._summary import AsyncSummarizer, Summarizer
 
 __all__ = [
     "Checkpoint",
@@ -90,12 +82,6 @@ __all__ = [
     "finish_request",
     "place_truncation_notice",
 ]
-
-
-def _entry_index(entry: Any) -> int:
-    """The message index of a store entry in the original's JSON layout (odd ones sort last)."""
-    index = entry[0] if isinstance(entry, list) and entry else None
-    return index if isinstance(index, int) and not isinstance(index, bool) else 10**12
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +142,7 @@ class ContextSession:
         max_result_share: float | None = 0.25,
         mask_keep_recent: int | None = 2,
         shrink_target: float = 0.6,
-        format: Literal["anthropic", "openai", "responses"] = "anthropic",
+        format: FormatName = "anthropic",
         clock: Callable[[], int] | None = None,
         steps: Sequence[Step] | None = None,
         summarize: bool | Literal["in-band"] | Summarizer | AsyncSummarizer = False,
@@ -165,13 +151,7 @@ class ContextSession:
         summarizer_timeout: float | None = 180.0,
     ) -> None:
         self._info = window_of(context_window, model)
-        if task_dir is not None and store is not None:
-            raise ConfigurationError("give task_dir or store, not both")
-        backend = TaskFolderStore(task_dir) if task_dir is not None else store
-        if backend is not None and not isinstance(backend, SessionStore):
-            raise ConfigurationError(
-                f"store must be a SessionStore (load, commit, close), got {type(store).__name__}"
-            )
+        backend = backend_of(task_dir, store)
         self._counter: TokenCounter = counter if counter is not None else CalibratedEstimator()
         self._manager = ContextManager(
             detector=detector if detector is not None else NativeReadDetector(),
@@ -209,34 +189,22 @@ class ContextSession:
         self._awaiting = False  # inside aprepare: an async summarizer's request is awaited there
         self._max_output_tokens = count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
-        if format not in ("anthropic", "openai", "responses"):
-            raise ConfigurationError(
-                f"format must be 'anthropic', 'openai' or 'responses', got {format!r}"
-            )
-        self._format = format
-        self._history: list[Message] = Growing()  # appended to; any other change is logged
-        self._dialect: Literal["chat", "responses"] = (
-            "responses" if format == "responses" else "chat"
-        )
-        self._openai = OpenAIHistory(dialect=self._dialect) if format != "anthropic" else None
-        self._to_openai = OpenAIShaper(
-            responses.from_anthropic if format == "responses" else from_anthropic
-        )
-        shapes = {
-            "anthropic": anthropic_message,
-            "openai": openai_message,
-            "responses": responses.responses_item,
-        }
-        self._wire = WireShaper(shapes[format])
+        self._format = SessionFormat(format)
+        self._history = SessionHistory(self._format)
         self._state = SessionState()
         self._last: _LastRequest | None = None
         self._usage_trust = UsageTrust()  # reported usage checked before it is believed
         self._stored_window: ContextWindowInfo | None = None
-        self._persistence = Persistence(backend) if backend is not None else None
-        if self._persistence is not None:
+        self._persistence: Persistence | None = None
+        if backend is not None:
+            from ._persistence import Persistence  # noqa: PLC0415 - a stored session's
+
+            self._persistence = Persistence(backend)
             self._load(self._persistence)
         if context_window is None and model is None:  # the stored window, else the default
             if self._stored_window is None:
+                from ._models import warn_no_window  # noqa: PLC0415 - the model table's module
+
                 warn_no_window()
             self._info = self._stored_window or self._info
 
@@ -245,7 +213,7 @@ class ContextSession:
     @property
     def history(self) -> list[Message]:
         """A copy of the full history, in the session's format (messages shared, never modified)."""
-        return self._openai.messages if self._openai is not None else list(self._history)
+        return self._history.given()
 
     @property
     def state(self) -> SessionState:
@@ -260,11 +228,16 @@ class ContextSession:
     @deleted_range.setter
     def deleted_range(self, value: tuple[int, int] | None) -> None:
         # For flows that hide history themselves, as Cline's summarize and condense tools do.
-        self._sync()
-        checked = admit_range(value, len(self._history))
+        self._history.sync()
+        checked = admit_range(value, len(self._history.messages))
         state = replace(self._state, deleted_range=checked)
         self._commit(state)
         self._state = state
+
+    @property
+    def format(self) -> FormatName:
+        """The shape the session is fed in and prepares requests in."""
+        return self._format.name
 
     @property
     def window(self) -> ContextWindowInfo:
@@ -287,8 +260,8 @@ class ContextSession:
         """
         if self._compaction is None:
             return False
-        self._sync()
-        return self._compaction.summarizing(self._state, self._history)
+        self._history.sync()
+        return self._compaction.summarizing(self._state, self._history.messages)
 
     @property
     def manager(self) -> ContextManager:
@@ -314,40 +287,8 @@ class ContextSession:
         message of a conversation must be a user message (the task).
         """
         batch = [message_from_sdk(message) for message in messages]
-        if not batch:
-            return
-        if self._openai is not None:
-            for offset, message in enumerate(batch):
-                check_json_value(message, f"history[{len(self._openai) + offset}]")
-            admit_messages(batch, len(self._openai))
-            self._openai.extend(batch)
-            try:
-                self._sync()
-                check_first(self._history, "history")
-                self._commit(self._state)
-            except BaseException:
-                self._openai.cut(len(self._openai) - len(batch))
-                self._sync()
-                raise
-        else:
-            start = len(self._history)
-            for offset, message in enumerate(batch):
-                check_session_message(message, f"history[{start + offset}]")
-            admit_messages(batch, start)
-            check_first([*self._history[:1], *batch[:1]], "history")
-            self._history.extend(batch)
-            try:
-                self._commit(self._state)
-            except BaseException:
-                del self._history[start:]
-                raise
-
-    def _sync(self) -> Any:
-        """Bring the Anthropic-shaped history up to date; the system prompt of an OpenAI history."""
-        if self._openai is None:
-            return None
-        self._history, system = self._openai.anthropic()
-        return system
+        if batch:
+            self._history.extend(batch, lambda: self._commit(self._state))
 
     def sync(self, messages: Iterable[MessageLike]) -> Synced:
         """Make the history ``messages`` (the whole conversation, as a framework holds it).
@@ -362,17 +303,13 @@ class ContextSession:
         over. Messages compare by value, SDK objects read as by :meth:`append`.
         """
         wanted = [message_from_sdk(message) for message in messages]
-        if self._format == "openai":
-            wanted = OpenAIHistory.canonical(wanted)
-        current = self._openai.messages if self._openai is not None else list(self._history)
+        wanted = self._format.canonical(wanted)
+        current = self._history.given()
         known = len(current)
-        if len(wanted) >= known and all(map(operator.eq, current, wanted[:known])):
+        if extends(current, wanted):
             self.extend(wanted[known:])
             return Synced(kept=known, appended=len(wanted) - known)
-        common = next(
-            (i for i, (old, new) in enumerate(zip(current, wanted, strict=False)) if old != new),
-            min(len(current), len(wanted)),
-        )
+        common = common_prefix(current, wanted)
         self._cut(common)
         self.extend(wanted[common:])
         return Synced(
@@ -384,18 +321,9 @@ class ContextSession:
 
     def _cut(self, length: int) -> None:
         """Cut the history to ``length`` messages and forget every decision past the cut."""
-        self._sync()
-        if self._openai is not None:
-            self._openai.cut(length)
-            self._sync()
-            kept = len(self._history)
-        else:
-            del self._history[length:]
-            kept = length
+        kept = self._history.cut(length)
         state = cut_state(self._state, kept)
-        store = OverwriteStore.from_json_value(
-            [entry for entry in self._manager.store.to_json_value() if _entry_index(entry) < kept]
-        )
+        store = store_before(self._manager.store, kept)
         self._commit(state, store)
         self._requests.forget()
         self._state = state
@@ -437,8 +365,7 @@ class ContextSession:
             usage_timestamp=sent_at,
             usage_generation=last.generation if last is not None else state.generation,
         )
-        snapshot = getattr(self._counter, "snapshot", None)
-        learnt = snapshot() if callable(snapshot) else None
+        learnt = snapshot_of(self._counter)
         if last is not None and not distrusted:  # learnt first: the commit keeps what it learnt
             reported = parsed.tokens_in + parsed.cache_writes + parsed.cache_reads
             self._counter.observe(
@@ -447,9 +374,7 @@ class ContextSession:
         try:
             self._commit(state)
         except BaseException:
-            restore = getattr(self._counter, "restore", None)
-            if learnt is not None and callable(restore):
-                restore(learnt)
+            restore_learnt(self._counter, learnt)
             raise
         self._state = state
 
@@ -469,8 +394,8 @@ class ContextSession:
         Raises :class:`~windowkeeper.ContextOverflowError` when nothing can make the request fit;
         the session is then left exactly as it was before the call.
         """
-        openai_system = self._sync()
-        if not self._history:
+        openai_system = self._history.sync()
+        if not self._history.messages:
             raise MalformedMessageError("history", "no messages to send: append the task first")
         system = check_system(openai_system if system is None else system)
         tools = check_tools(tools)
@@ -513,22 +438,7 @@ class ContextSession:
                 request = needed.request
             finally:
                 self._awaiting = False
-            step = self._compaction.step if self._compaction is not None else None
-            if (
-                step is None or step.summarizer is None
-            ):  # pragma: no cover - only the step raises it
-                raise ConfigurationError("a step asked for a summary, but none can be awaited")
-            step.failure = None
-            try:
-                summary = await asyncio.wait_for(
-                    step.summarizer(request),  # type: ignore[arg-type]
-                    step.timeout,
-                )
-            except Exception as error:  # no summary: the ledger stands in
-                step.last_error = error
-                step.failure = failure_reason(error, step.timeout)
-                summary = None
-            step.ready = (request.messages, summary if isinstance(summary, str) else None)
+            await await_summary(self._compaction, request)
         raise AssertionError("unreachable: the second attempt had its summary")  # pragma: no cover
 
     def _prepare(
@@ -536,45 +446,29 @@ class ContextSession:
     ) -> Prepared:
         state = self._ticked(self._state)
         now = state.last_timestamp
-        history = self._history
+        history = self._history.messages
         compaction = self._compaction
         limit = self._info.max_allowed_size
-        actions: list[Action] = list(self._usage_trust.pending())
+        log = RequestLog(self._usage_trust.pending())
         # feed: an in-band summary reply is folded in, the newest results clipped on arrival
         if compaction is not None:
             compaction.configure(limit)
             state, adopted = compaction.adopt(state, history)
             state, resumed = compaction.resumed(state, len(history))
-            actions += [action for action in (adopted, resumed) if action is not None]
+            log.note(adopted, resumed)
         state, view, arrived = self._shrinker.arrive(history, state, limit)
-        if arrived is not None:
-            actions.append(arrived)
-        clips = {(c.message_index, c.block_index): c for c in arrived.clips} if arrived else {}
+        log.arrived(arrived)
         # view: the original's decision from the usage reported for the previous request
-        usage = state.usage
-        stale = usage is not None and state.usage_generation != state.generation
-        manager = self._manager
-        manager.last_replaced = frozenset()
-        result = manager.get_new_context_messages_and_metadata(
-            view,
-            usage=None if stale else usage,
-            timestamp=state.usage_timestamp,  # edits are dated by the request, as in the original
-            context_window=self._info,
-            deleted_range=state.deleted_range,
-            # With compaction on, the pre-flight folds instead of the original's truncation,
-            # as the original itself skips it when it auto-condenses.
-            use_auto_condense=compaction is not None,
+        decision = decide_from_usage(
+            self._manager, view, state, self._info, compacting=compaction is not None
         )
-        replaced = set(manager.last_replaced)
-        if replaced:
-            actions.append(Action("reported-usage-reads", tuple(sorted(replaced))))
-        range_changed = result.updated_deleted_range
-        if range_changed:
-            state = state.hiding(result.deleted_range)
-            actions.append(Action("reported-usage-truncation", deleted_range=result.deleted_range))
-        messages = self._requests.visible(result.truncated_history, state)
+        state = decision.state
+        log.note(*decision.actions)
+        log.replaced.update(decision.replaced)
+        log.range_changed = decision.range_changed
+        messages = self._requests.visible(decision.messages, state)
         estimate = self._requests.estimate(messages, system, tools, reserve)
-        # steps: the pre-flight shrinks a request over the limit
+        # steps: the pre-flight shrinks a request over the limit, or refuses it
         acted = estimate > limit
         if acted:
             draft, shrunk = self._shrinker.shrink(
@@ -589,22 +483,9 @@ class ContextSession:
                 reserve=reserve,
                 limit=limit,
             )
+            log.shrunk(shrunk)
+            check_fits(draft.estimate, reserve, self._info)
             state, messages, estimate = draft.state, draft.messages, draft.estimate
-            actions += shrunk
-            for action in shrunk:
-                if action.step == ReplaceDuplicateReads.name:
-                    replaced.update(action.messages)
-                range_changed = range_changed or action.deleted_range is not None
-                for clip in action.clips:
-                    clips[clip.message_index, clip.block_index] = clip
-            if estimate > limit:
-                raise ContextOverflowError(
-                    f"the smallest request this session can send is about {estimate:,} tokens"
-                    f" (including {reserve:,} reserved for output), over the limit of"
-                    f" {limit:,} for a {self._info.context_window:,}-token window",
-                    estimated_tokens=estimate,
-                    limit=limit,
-                )
         requested = False
         if (
             compaction is not None
@@ -630,25 +511,19 @@ class ContextSession:
         self._state = state
         self._usage_trust.forget()  # reported in these actions
         self._last = _LastRequest(messages, system, tools, now, state.generation)
-        sent = self._to_openai.to_openai(messages) if self._openai is not None else messages
-        wired, repairs = self._wire.shape(
-            sent, "input" if self._format == "responses" else "messages"
-        )
-        if self._format == "responses":
-            wired, dropped = responses.without_trailing_reasoning(wired)
-            repairs += dropped
+        wired, repairs = self._format.send(messages)
         return Prepared(
             messages=wired,
             deleted_range=state.deleted_range,
-            range_changed=range_changed,
-            replaced_reads=len(replaced),
+            range_changed=log.range_changed,
+            replaced_reads=len(log.replaced),
             estimated_tokens=estimate,
             max_allowed_size=limit,
             preflight_acted=acted,
-            clipped=tuple(clips.values()),
-            ignored_stale_usage=stale,
+            clipped=tuple(log.clips.values()),
+            ignored_stale_usage=decision.stale,
             repairs=self._requests.id_repairs(state) + self._requests.orphaned + repairs,
-            actions=tuple(actions),
+            actions=tuple(log.actions),
             summary_requested=requested,
         )
 
@@ -662,13 +537,12 @@ class ContextSession:
     def checkpoint(self) -> Checkpoint:
         """Remember this point; :meth:`rollback` returns to it."""
         self._state = self._ticked(self._state)
-        snapshot = getattr(self._counter, "snapshot", None)
         return Checkpoint(
-            history_length=len(self._openai) if self._openai is not None else len(self._history),
+            history_length=len(self._history),
             state=self._state,
             store_json=self._manager.context_history_json(),
             timestamp=self._state.last_timestamp,
-            counter_state=snapshot() if callable(snapshot) else None,
+            counter_state=snapshot_of(self._counter),
         )
 
     def rollback(self, checkpoint: Checkpoint) -> None:
@@ -683,7 +557,7 @@ class ContextSession:
             raise ConfigurationError(
                 f"rollback takes a Checkpoint from checkpoint(), got {type(checkpoint).__name__}"
             )
-        length = len(self._openai) if self._openai is not None else len(self._history)
+        length = len(self._history)
         admit_checkpoint_fields(checkpoint, length)
         if checkpoint.history_length > length:
             raise ConfigurationError(
@@ -692,28 +566,15 @@ class ContextSession:
             )
         state = replace(checkpoint.state, last_timestamp=self._state.last_timestamp)
         store = OverwriteStore.from_json(checkpoint.store_json)
-        if self._openai is not None:
-            openai_before = self._openai.messages
-            self._openai.cut(checkpoint.history_length)
-            self._sync()
-        history_before = self._history
-        self._history = Growing(
-            self._history[: len(self._history) if self._openai else checkpoint.history_length]
-        )
-        snapshot = getattr(self._counter, "snapshot", None)
-        restore = getattr(self._counter, "restore", None)
-        learnt = snapshot() if callable(snapshot) and callable(restore) else None
+        undo = self._history.roll_back(checkpoint.history_length)
+        learnt = snapshot_of(self._counter, restorable=True)
         if learnt is not None and checkpoint.counter_state is not None:
-            restore(checkpoint.counter_state)  # type: ignore[misc]  # before the commit keeps it
+            restore_learnt(self._counter, checkpoint.counter_state)  # before the commit keeps it
         try:
             self._commit(state, store)
         except BaseException:
-            if learnt is not None:
-                restore(learnt)  # type: ignore[misc]
-            self._history = history_before
-            if self._openai is not None:
-                self._openai = OpenAIHistory(openai_before, dialect=self._dialect)
-                self._sync()
+            restore_learnt(self._counter, learnt)
+            undo()
             raise
         self._requests.forget()
         self._state = state
@@ -739,14 +600,14 @@ class ContextSession:
         if self._persistence is None:
             return
         taken = self._persistence.commit(
-            self._history,
+            self._history.messages,
             state,
             store if store is not None else self._manager.store,
-            may_extend=self._openai is None,
+            may_extend=not self._history.openai,
             extras=with_extras({}, self._counter, self._info),
         )
         if taken is not None:  # another program appended: its messages are in the history now
-            self._history = taken
+            self._history.messages = taken
 
     def reload(self) -> None:
         """Read the task again from the store, dropping everything this session holds in memory.
@@ -758,17 +619,17 @@ class ContextSession:
         persistence = self._persistence
         if persistence is None:
             raise ConfigurationError("reload() needs a session with task_dir or store")
-        self._history = Growing()
+        self._history.clear()
         self._state = SessionState()
         self._last = None
         self._manager.store = OverwriteStore()
-        if self._openai is not None:
-            self._openai = OpenAIHistory(dialect=self._dialect)
         self._requests = RequestBuilder(
             self._manager, self._counter, place_results=self._place_results
         )
         self._shrinker.requests = self._requests
         self._usage_trust.forget()
+        from ._persistence import Persistence  # noqa: PLC0415 - see __init__
+
         self._persistence = Persistence(persistence.backend)
         self._load(self._persistence)
 
@@ -777,14 +638,10 @@ class ContextSession:
         self._manager.last_load = getattr(persistence.backend, "last_load", None)
         if loaded is None:
             return
-        self._history = Growing(loaded.history)
-        if self._openai is not None:
-            self._openai = OpenAIHistory(dialect=self._dialect)
-            self._openai.extend(self._openai.to_openai(loaded.history))
-            self._sync()
+        self._history.load(loaded.history)
         if loaded.store is not None:
             self._manager.store = loaded.store
-        persistence.loaded(self._history, loaded.store)
+        persistence.loaded(self._history.messages, loaded.store)
         if loaded.state is not None:
             self._state = loaded.state
             where = f"{persistence.backend.name} (session state)"

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..cline._manager import ContextManager
 from ..core._messages import Message
-from ._compaction import Compaction
 from ._request import RequestBuilder, arrival_clips
 from ._state import SessionState
 from .steps import Action, Draft, Step, run_steps
+
+if TYPE_CHECKING:
+    from ._compaction import Compaction
 
 __all__ = ["Shrinker"]
 

@@ -16,7 +16,6 @@ from .._errors import TaskFolderError
 from ..core._truncation import DeletedRange
 from ..core._usage import TokenUsage
 from ._clipping import Clip
-from ._summary import summary_of  # the one reader of 0.1's continuation texts
 
 __all__ = [
     "STATE_VERSION",
@@ -260,6 +259,8 @@ def _compaction_v1(value: dict[str, Any], deleted_range: DeletedRange | None) ->
     if raw is not None:
         if not isinstance(raw, list) or len(raw) != 2 or not isinstance(raw[1], str):
             raise ValueError("folded must be null or a range end inside deleted_range and a text")
+        from ._summary import summary_of  # noqa: PLC0415 - the one reader of 0.1's continuations
+
         fold = Fold(_fold_end(raw[0], deleted_range), raw[1], summary_of(raw[1]))
     folded_at = _int(value.get("folded_at", -1), "folded_at", minimum=-1)
     return CompactionState(

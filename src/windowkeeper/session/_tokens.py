@@ -40,7 +40,6 @@ a copy). Nothing here mutates its inputs.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import math
 import operator
@@ -49,8 +48,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, NamedTuple, Protocol
 
 from .._errors import ConfigurationError, MalformedMessageError
-from ..core._messages import Message, SystemPrompt, check_message, shared_prefix
-from ..formats.responses import AFTER_NOTE, BEFORE_NOTE
+from ..core._messages import JSONValue, Message, SystemPrompt, check_message, shared_prefix
+from ..formats._responses_notes import AFTER_NOTE, BEFORE_NOTE
 from ._images import MAX_IMAGE_TOKENS, image_dimensions, image_tokens
 
 __all__ = [
@@ -471,7 +470,7 @@ class CalibratedEstimator:
         self,
         messages: Sequence[Message],
         *,
-        system: Any = None,
+        system: SystemPrompt | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> int:
         """The fewest input tokens a provider can plausibly report for this request.
@@ -535,7 +534,7 @@ class CalibratedEstimator:
             "first": None if self._first is None else _anchor_value(self._first),
         }
 
-    def load_state(self, value: Any) -> None:
+    def load_state(self, value: JSONValue) -> None:
         """Resume from :meth:`state_value`; raises ``ValueError`` (naming the part) if unreadable."""
         if not isinstance(value, dict) or value.get("version") != _STATE_VERSION:
             raise ValueError("calibration: expected an object of version 1")
@@ -705,13 +704,15 @@ class _Digests:
             shared += 1
         del known[shared:]
         del chain[shared + 1 :]
+        from hashlib import sha256  # noqa: PLC0415 - a calibrated counter's, not the import's
+
         for message in messages[shared:]:
             text = json.dumps(
                 message, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=repr
             )
-            chain.append(hashlib.sha256(chain[-1] + text.encode("utf-8", "surrogatepass")).digest())
+            chain.append(sha256(chain[-1] + text.encode("utf-8", "surrogatepass")).digest())
             known.append(message)
-        return chain[len(messages)].hex() if messages else hashlib.sha256(b"").hexdigest()
+        return chain[len(messages)].hex() if messages else sha256(b"").hexdigest()
 
 
 def _anchor_value(anchor: _Anchor) -> list[Any]:

@@ -17,7 +17,6 @@ Both are best-effort readings of what can be seen in the text; neither runs anyt
 from __future__ import annotations
 
 import re
-import shlex
 from functools import cache
 
 __all__ = ["patch_headers", "patch_paths", "shell_write_paths"]
@@ -101,6 +100,8 @@ def _lines_without_heredocs(command: str) -> list[str]:
 
 
 def _tokens(line: str) -> list[str]:
+    import shlex  # noqa: PLC0415 - a shell command's, read only when one is masked or folded
+
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = ""

@@ -16,8 +16,9 @@ from ..core._messages import Message
 from ..core._truncation import DeletedRange, visible_start
 from ..core._window import DEFAULT_CONTEXT_WINDOW as DEFAULT_WINDOW
 from ..core._window import ContextWindowInfo, as_window_info
+from ..formats._openai_notes import ARGUMENTS_NOTE
 from ..formats._wire import anthropic_wire, openai_wire
-from ..formats.openai import ARGUMENTS_NOTE, from_anthropic
+from ..formats.openai import from_anthropic
 from ..rules._anthropic import TOOL_USE_UNANSWERED, Violation, validate_messages
 from ..session._session import ContextSession
 from ..session._state_extras import stored_window

@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._errors import MalformedMessageError
-from ..core._messages import Message
+from ..core._messages import JSONValue, Message
 from ..core._usage import TokenUsage
 from ._common import (
     Compaction,
@@ -109,7 +109,7 @@ def read_codex(path: str | os.PathLike[str], *, compaction: Compaction = "last")
 
 
 def parse_codex(
-    source: str | Iterable[Any], *, name: str = "<string>", compaction: Compaction = "last"
+    source: str | Iterable[JSONValue], *, name: str = "<string>", compaction: Compaction = "last"
 ) -> Transcript:
     """The conversation of a rollout: its JSON Lines text, or its records already loaded.
 
@@ -124,7 +124,7 @@ def parse_codex(
     return reader.transcript()
 
 
-def looks_like_codex(records: Sequence[Any]) -> bool:
+def looks_like_codex(records: Sequence[JSONValue]) -> bool:
     """Whether the first records of a JSON Lines file are a Codex rollout's."""
     if not records or not isinstance(records[0], dict):
         return False

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._errors import MalformedMessageError, TaskFolderError
-from ..core._messages import Message
+from ..core._messages import JSONValue, Message
 from ..core._usage import TokenUsage
 from ._common import (
     MessageBuilder,
@@ -95,13 +95,17 @@ def read_gemini_cli(path: str | os.PathLike[str]) -> Transcript:
     return parse_gemini_cli(read_text(path), name=str(path))
 
 
-def parse_gemini_cli(source: Any, *, name: str = "<string>") -> Transcript:
+def parse_gemini_cli(source: JSONValue, *, name: str = "<string>") -> Transcript:
     """The conversation of a file's text (JSON or JSON Lines), or of its value already loaded.
 
     Raises :class:`~windowkeeper.TaskFolderError` for a file of none of these shapes and
     :class:`~windowkeeper.MalformedMessageError` for a content or part of the wrong shape, both
     naming ``name`` and the JSON path.
     """
+    return _parse_gemini_cli(source, name=name)
+
+
+def _parse_gemini_cli(source: Any, *, name: str = "<string>") -> Transcript:
     reader = _Reader(name)
     if isinstance(source, str):
         try:
@@ -115,8 +119,12 @@ def parse_gemini_cli(source: Any, *, name: str = "<string>") -> Transcript:
     return reader.value(source)
 
 
-def looks_like_gemini_cli(value: Any) -> bool:
+def looks_like_gemini_cli(value: JSONValue) -> bool:
     """Whether a JSON value (or the first records of a JSON Lines file) is Gemini CLI's."""
+    return _looks_like_gemini_cli(value)
+
+
+def _looks_like_gemini_cli(value: Any) -> bool:
     if isinstance(value, dict):
         if isinstance(value.get("clientHistory"), list):
             return True

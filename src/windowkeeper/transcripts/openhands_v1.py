@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import MalformedMessageError
-from ..core._messages import Message
+from ..core._messages import JSONValue, Message
 from ._common import (
     Compaction,
     MessageBuilder,
@@ -133,8 +133,12 @@ def read_openhands_folder(
     return _Reader(compaction).read(located, model)
 
 
-def looks_like_openhands_v1(value: Any) -> bool:
+def looks_like_openhands_v1(value: JSONValue) -> bool:
     """Whether a JSON value (or the first records of a JSON Lines file) is a V1 event stream."""
+    return _looks_like_openhands_v1(value)
+
+
+def _looks_like_openhands_v1(value: Any) -> bool:
     if isinstance(value, dict) and "kind" not in value:
         value = value.get("events")
     elif isinstance(value, dict):
@@ -148,9 +152,15 @@ def looks_like_openhands_v1(value: Any) -> bool:
 
 
 def parse_openhands_v1(
-    source: Any, *, name: str = "<string>", compaction: Compaction = "last"
+    source: JSONValue, *, name: str = "<string>", compaction: Compaction = "last"
 ) -> Transcript:
     """The conversation of an event stream: its text (JSON or JSON Lines) or its value loaded."""
+    return _parse_openhands_v1(source, name=name, compaction=compaction)
+
+
+def _parse_openhands_v1(
+    source: Any, *, name: str = "<string>", compaction: Compaction = "last"
+) -> Transcript:
     check_compaction(compaction)
     warnings: list[str] = []
     if isinstance(source, str):

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import MalformedMessageError, TaskFolderError
-from ..core._messages import Message
+from ..core._messages import JSONValue, Message
 from ..formats.openai import AnthropicConversation, to_anthropic
 
 __all__ = [
@@ -84,7 +84,7 @@ def read_swe_agent_trajectory(path: str | os.PathLike[str]) -> SweAgentTrajector
         raise TaskFolderError(f"{file}: {error}") from error
 
 
-def parse_swe_agent_trajectory(data: Any) -> SweAgentTrajectory:
+def parse_swe_agent_trajectory(data: JSONValue) -> SweAgentTrajectory:
     """The conversation and totals of a trajectory already loaded from JSON; ``data`` is not modified."""
     if not isinstance(data, Mapping):
         raise TaskFolderError(f"expected a JSON object, got {type(data).__name__}")

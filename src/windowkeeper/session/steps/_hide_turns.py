@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ...core._overwrites import add_truncation_notice
 from ...core._truncation import Keep, next_range
 from ._protocol import Action, Draft, newest_turn
 
@@ -39,6 +38,6 @@ class HideOldTurns:
         )
         if candidate is None:
             return None
-        add_truncation_notice(draft.store, draft.now)
+        draft.add_truncation_notice()
         draft.hide(candidate)
         return Action(self.name, deleted_range=candidate)

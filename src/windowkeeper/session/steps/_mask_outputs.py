@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from ..._errors import ConfigurationError
-from ...core._truncation import visible_start
-from .._masking import mask_old_context
 from ._protocol import Action, Draft
 
 __all__ = ["MaskOldOutputs"]
@@ -26,9 +24,7 @@ class MaskOldOutputs:
         self.keep_recent = keep_recent
 
     def apply(self, draft: Draft) -> Action | None:
-        masked = mask_old_context(
-            draft.view, visible_start(draft.deleted_range), draft.store, draft.now, self.keep_recent
-        )
+        masked = draft.mask_old_outputs(self.keep_recent)
         if not masked:
             return None
-        return Action(self.name, messages=tuple(sorted(masked)))
+        return Action(self.name, messages=masked)

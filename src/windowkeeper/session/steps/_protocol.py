@@ -3,9 +3,13 @@
 A request that is over the limit is shrunk by a list of steps, each a small object with a
 ``name``, a ``repeats`` flag and an ``apply(draft)`` method that applies one batch of changes
 and returns an :class:`Action`, or None when it can do no more. A step changes the request in
-only three ways, each checked by the draft: it records content edits in the overwrite store
-(dated ``draft.now``), it hides more turns (:meth:`Draft.hide`, a range that extends the
-current one), or it clips one more block (:meth:`Draft.clip`, tighter than before).
+only three ways, each through a method of the draft, which checks it: it edits content
+(:meth:`Draft.replace_duplicate_reads`, :meth:`Draft.mask_old_outputs`,
+:meth:`Draft.add_truncation_notice`, :meth:`Draft.replace_text`, each dated ``draft.now``), it
+hides more turns (:meth:`Draft.hide`, a range that extends the current one; :meth:`Draft.fold`
+with a text in their place), or it clips one more block (:meth:`Draft.clip`, tighter than
+before). The draft holds no handle on the session, its manager or its edit log: a step reads
+values and asks for changes.
 
 The runner owns the stop rule: it calls a step only while the request is over the step's goal,
 ``draft.target`` (the default) or, for a step whose ``goal`` attribute is ``"limit"``, the
@@ -20,10 +24,11 @@ from typing import Protocol, runtime_checkable
 
 from ..._errors import StepError
 from ...core._messages import Message
-from ...core._overwrites import OverwriteStore
+from ...core._overwrites import EditType, OverwriteStore, add_truncation_notice, text_update
 from ...core._truncation import DeletedRange, visible_start
 from ...core._usage import TokenUsage
 from .._clipping import Clip
+from .._masking import mask_old_context
 from .._state import Fold, SessionState
 
 __all__ = ["Action", "Draft", "Step", "newest_turn"]
@@ -86,13 +91,15 @@ class Draft:
     ``max_allowed_size``; ``target`` the size a shrinking request aims at (``shrink_target`` of
     the limit), so that shrinking, which costs prompt-cache reuse, is rare. ``state`` is the
     session's decisions as they stand; a step changes them only through :meth:`hide`,
-    :meth:`fold` and :meth:`clip`, and content only through the edit log (:attr:`store`).
+    :meth:`fold` and :meth:`clip`, and content only through the edit methods, which write the
+    session's edit log (the draft keeps it private: a step has no store to write past them).
     """
 
     __slots__ = (
         "_measure",
         "_replace_reads",
         "_stale_view",
+        "_store",
         "_view_of",
         "estimate",
         "folded_now",
@@ -102,7 +109,6 @@ class Draft:
         "messages",
         "now",
         "state",
-        "store",
         "target",
         "view",
     )
@@ -126,7 +132,7 @@ class Draft:
     ) -> None:
         self.history = history
         self.state = state
-        self.store = store  # the edit log: a step's content edits go here, dated ``now``
+        self._store = store  # the edit log: the edit methods write it, dated ``now``
         self.view = view
         self.messages = messages
         self.estimate = estimate
@@ -155,6 +161,26 @@ class Draft:
         read detector decides what a read is); the indices of the messages changed."""
         start = visible_start(self.state.deleted_range)
         return tuple(sorted(self._replace_reads(self.view, start, self.now)))
+
+    def mask_old_outputs(self, keep_recent: int) -> tuple[int, ...]:
+        """Mask tool outputs of the visible part older than the last ``keep_recent`` (never the
+        newest turn's, never a block edited before); the indices of the messages changed."""
+        start = visible_start(self.state.deleted_range)
+        return tuple(sorted(mask_old_context(self.view, start, self._store, self.now, keep_recent)))
+
+    def add_truncation_notice(self) -> bool:
+        """The original's truncation notice on message 1, unless it has an edit already; True
+        when it was added."""
+        return add_truncation_notice(self._store, self.now)
+
+    def replace_text(self, message_index: int, block_index: int, text: str) -> None:
+        """Send ``text`` instead of a block's content (an edit of the history's message
+        ``message_index``, block ``block_index``; the history itself is never changed)."""
+        if not 0 <= message_index < len(self.history):
+            raise StepError(f"a step edited message {message_index}, not in the history")
+        self._store.record(
+            message_index, EditType.UNDEFINED, block_index, text_update(self.now, text)
+        )
 
     def hide(self, deleted_range: DeletedRange) -> None:
         """Hide more turns: ``deleted_range`` must extend the current range and leave a message."""
@@ -220,6 +246,6 @@ class Draft:
             state.deleted_range,
             state.clips,
             state.compaction.fold,
-            self.store.revision,
+            self._store.revision,
             self.estimate,
         )

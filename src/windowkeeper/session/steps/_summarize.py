@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..._errors import ConfigurationError
 from ...core._incremental import Seen
@@ -28,6 +27,7 @@ from .._summary import (
     summary_instruction,
 )
 from ._protocol import Action, Draft, newest_turn
+from ._signal import SummaryNeeded
 
 __all__ = [
     "REFOLD",
@@ -43,15 +43,7 @@ __all__ = [
 REFOLD = "refold"  # the step of a fold that asked for no new summary
 
 
-class SummaryNeeded(Exception):  # noqa: N818 - a signal between the step and aprepare, not an error
-    """Raised by the step for an async summarizer: ``aprepare`` awaits it, then prepares again."""
-
-    def __init__(self, request: SummaryRequest) -> None:
-        super().__init__("an async summarizer must be awaited: use aprepare")
-        self.request = request
-
-
-def is_async_summarizer(summarizer: Any) -> bool:
+def is_async_summarizer(summarizer: object) -> bool:
     """Whether calling ``summarizer`` gives an awaitable (an ``async def`` function or method)."""
     call = getattr(summarizer, "__call__", None)  # noqa: B004 - a callable object's own method
     return inspect.iscoroutinefunction(summarizer) or inspect.iscoroutinefunction(call)

@@ -1,0 +1,177 @@
+"""Claude Code's records and the main line through them: which entries of a session file are
+the conversation (see transcripts.claude_code)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._errors import TaskFolderError
+from ._common import Compaction, kind
+
+__all__: list[str] = []  # its names are transcripts.claude_code's own
+
+_MESSAGE_TYPES = frozenset({"user", "assistant"})
+_SYNTHETIC_MODEL = "<synthetic>"
+
+
+@dataclass(slots=True, eq=False)
+class _Record:
+    line: int
+    data: dict[str, Any]
+    type: str
+    uuid: str | None
+    parent: str | None
+    sidechain: bool
+
+    @property
+    def is_message(self) -> bool:
+        return self.type in _MESSAGE_TYPES and not (
+            self.type == "assistant" and self.data.get("isApiErrorMessage") is True
+        )
+
+    @property
+    def boundary(self) -> bool:
+        return self.type == "system" and self.data.get("subtype") == "compact_boundary"
+
+    @property
+    def response_id(self) -> str | None:
+        """What names the model call the record is part of: ``requestId``, else ``message.id``."""
+        request = self.data.get("requestId")
+        if isinstance(request, str) and request:
+            return request
+        message = self.data.get("message")
+        response = message.get("id") if isinstance(message, dict) else None
+        return response if isinstance(response, str) and response else None
+
+    @property
+    def is_response(self) -> bool:
+        """An assistant record of a real model response that recorded its usage."""
+        if self.type != "assistant" or not self.is_message:
+            return False
+        message = self.data.get("message")
+        return (
+            isinstance(message, dict)
+            and message.get("usage") is not None
+            and message.get("model") != _SYNTHETIC_MODEL
+        )
+
+
+@dataclass(slots=True, eq=False)
+class _Draft:
+    """The records that make one message: one response, or a run of user records."""
+
+    role: str
+    records: list[_Record] = field(default_factory=list)
+
+
+def _record(line: int, data: dict[str, Any], name: str) -> _Record:
+    where = f"{name}:{line}"
+    record_type = data.get("type")
+    if not isinstance(record_type, str):
+        raise TaskFolderError(f"{where}: type: expected a string, got {kind(record_type)}")
+    uuid, parent = data.get("uuid"), data.get("parentUuid")
+    for key, value in (("uuid", uuid), ("parentUuid", parent)):
+        if value is not None and not isinstance(value, str):
+            raise TaskFolderError(f"{where}: {key}: expected a string, got {kind(value)}")
+    if record_type in _MESSAGE_TYPES and uuid is None:
+        raise TaskFolderError(f"{where}: uuid: a {record_type} record needs one")
+    return _Record(line, data, record_type, uuid, parent, data.get("isSidechain") is True)
+
+
+def _main_line(
+    leaf: _Record | None, by_uuid: dict[str, _Record], compaction: Compaction
+) -> list[_Record]:
+    """The chain from ``leaf`` back to its root, in conversation order."""
+    chain: list[_Record] = []
+    seen: set[int] = set()
+    node = leaf
+    while node is not None and id(node) not in seen:
+        seen.add(id(node))
+        chain.append(node)
+        parent = node.parent
+        if parent is None and node.boundary and compaction == "keep":
+            logical = node.data.get("logicalParentUuid")
+            parent = logical if isinstance(logical, str) else None
+        node = by_uuid.get(parent) if parent is not None else None
+    chain.reverse()
+    return chain
+
+
+def _live_leaf(records: Sequence[_Record], by_uuid: dict[str, _Record]) -> _Record | None:
+    """The message the live conversation ends at.
+
+    The newest message of the file, as a rule: a redo forks the chain and the newest branch is
+    the one the user continued. But Claude Code also forks its chain at ``progress`` records
+    (hook and subagent progress written beside the tool results; a later message may name one
+    as its parent), and then the newest message can sit on a branch that never reaches the last
+    model response. When the branches of the newest message and of the last response recorded
+    with usage part at such a record, the live one is the branch of the last response (the
+    request its usage measured was built from it): its newest descendant is the leaf.
+    """
+    newest = next((record for record in reversed(records) if record.is_message), None)
+    last = next((record for record in reversed(records) if record.is_response), None)
+    if newest is None or last is None or newest is last:
+        return newest
+    ancestors = {id(record) for record in _main_line(newest, by_uuid, "keep")}
+    if id(last) in ancestors:
+        return newest
+    if not _parts_at_bookkeeping(newest, last, by_uuid):
+        return newest
+    children: dict[str, list[_Record]] = {}
+    for record in records:
+        if record.parent is not None:
+            children.setdefault(record.parent, []).append(record)
+    leaf, stack, seen = last, [last], {id(last)}
+    while stack:
+        node = stack.pop()
+        for child in children.get(node.uuid or "", ()):
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            stack.append(child)
+            if child.is_message and child.line > leaf.line:
+                leaf = child
+    return leaf
+
+
+def _parts_at_bookkeeping(a: _Record, b: _Record, by_uuid: dict[str, _Record]) -> bool:
+    """Whether the chains of ``a`` and ``b`` part where one goes on through a non-message record."""
+    chain_a = _main_line(a, by_uuid, "keep")
+    chain_b = _main_line(b, by_uuid, "keep")
+    common = 0
+    for x, y in zip(chain_a, chain_b, strict=False):
+        if x is not y:
+            break
+        common += 1
+    if common == 0:
+        return True  # no common root: a chain broken by a record the file does not hold
+    return any(
+        common < len(chain) and chain[common].type not in _MESSAGE_TYPES
+        for chain in (chain_a, chain_b)
+    )
+
+
+def _forks(
+    records: Sequence[_Record],
+    line: Sequence[_Record],
+    drafts: Sequence[_Draft],
+    by_uuid: dict[str, _Record],
+) -> int:
+    """The branch points of messages the conversation read leaves out (redos, dead ends)."""
+    used = {id(record) for record in line}
+    used.update(id(record) for draft in drafts for record in draft.records)
+    points: set[int] = set()
+    for record in records:
+        if not record.is_message or id(record) in used:
+            continue
+        node, seen = record, set()
+        while id(node) not in seen:
+            seen.add(id(node))
+            parent = by_uuid.get(node.parent) if node.parent is not None else None
+            if parent is None or id(parent) in used:
+                break
+            node = parent
+        points.add(id(node))
+    return len(points)
