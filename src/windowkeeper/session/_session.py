@@ -178,7 +178,12 @@ class ContextSession:
             keep_user_text=True,  # the user's words after the cut are sent, never replaced
         )
         self._place_results = place_results
-        self._requests = RequestBuilder(self._manager, self._counter, place_results=place_results)
+        self._requests = RequestBuilder(
+            self._manager,
+            self._counter,
+            place_results=place_results,
+            opening=format == "anthropic",  # the Messages API takes only a user message first
+        )
         self._max_result_share = (
             share("max_result_share", max_result_share) if max_result_share is not None else None
         )
@@ -334,7 +339,7 @@ class ContextSession:
             for offset, message in enumerate(batch):
                 check_session_message(message, f"history[{start + offset}]")
             admit_messages(batch, start)
-            check_first([*self._history[:1], *batch[:1]], "history")
+            check_first([*self._history[:2], *batch[:2]][:2], "history")
             self._history.extend(batch)
             try:
                 self._commit(self._state)
@@ -765,7 +770,10 @@ class ContextSession:
         if self._openai is not None:
             self._openai = OpenAIHistory(dialect=self._dialect)
         self._requests = RequestBuilder(
-            self._manager, self._counter, place_results=self._place_results
+            self._manager,
+            self._counter,
+            place_results=self._place_results,
+            opening=self._format == "anthropic",
         )
         self._shrinker.requests = self._requests
         self._usage_trust.forget()

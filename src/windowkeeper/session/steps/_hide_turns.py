@@ -39,6 +39,6 @@ class HideOldTurns:
         )
         if candidate is None:
             return None
-        add_truncation_notice(draft.store, draft.now)
+        add_truncation_notice(draft.store, draft.now, view)
         draft.hide(candidate)
         return Action(self.name, deleted_range=candidate)
