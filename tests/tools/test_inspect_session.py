@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from windowkeeper import ContextSession
@@ -56,3 +57,20 @@ def test_an_assistant_message_with_no_task_after_it_still_is(tmp_path: Path) -> 
     history_file.write_text('[{"role": "assistant", "content": "hi"}]', encoding="utf-8")
     found = inspect_trace(load_trace(history_file))
     assert [violation.rule for violation in found.violations] == ["first-not-user"]
+
+
+def test_runs_of_one_role_are_the_sessions_to_merge_in_its_folder(tmp_path: Path) -> None:
+    """An in-band summary reply and the answer after it: two assistant messages in a row,
+    which the session merges before it sends; in a plain file they are still a fault."""
+    history = [
+        {"role": "user", "content": "Refactor the parser."},
+        {"role": "assistant", "content": "Summary: nothing read yet."},
+        {"role": "assistant", "content": "Reading the parser."},
+    ]
+    session = ContextSession(context_window=16_000, task_dir=tmp_path / "task")
+    session.extend(history)
+    assert inspect_trace(load_trace(tmp_path / "task")).violations == ()
+    plain = tmp_path / "h.json"
+    plain.write_text(json.dumps(history), encoding="utf-8")
+    found = inspect_trace(load_trace(plain))
+    assert [violation.rule for violation in found.violations] == ["same-role-twice"]

@@ -18,7 +18,7 @@ from ..core._overwrites import EditType, OverwriteStore
 from ..core._truncation import DeletedRange
 from ..core._window import DEFAULT_CONTEXT_WINDOW
 from ..formats._wire import ANTHROPIC_BLOCK_KEYS
-from ..rules._anthropic import FIRST_NOT_USER, Violation, validate_messages
+from ..rules._anthropic import FIRST_NOT_USER, SAME_ROLE_TWICE, Violation, validate_messages
 from ..session._native_reads import NativeReadDetector
 from ..session._session import ContextSession
 from ..storage import ReadOnlyStore, TaskFolderStore
@@ -141,7 +141,7 @@ def inspect_trace(trace: Trace, *, detector: NativeReadDetector | None = None) -
         violations=tuple(
             violation
             for violation in validate_messages(history, "history")
-            if not _greeting(violation, history)
+            if not _sent_fixed(violation, trace, history)
         ),
         unknown=(*trace.unknown, *unknown_blocks(history)),
         model=trace.model,
@@ -167,12 +167,16 @@ def _stored_range(trace: Trace) -> DeletedRange | None:
     return session.deleted_range
 
 
-def _greeting(violation: Violation, history: Sequence[Message]) -> bool:
-    """An assistant greeting first is a conversation windowkeeper sends (a placeholder user turn
-    before it, see :mod:`windowkeeper.session._greeting`), not a broken history."""
-    return (
-        violation.rule == FIRST_NOT_USER and len(history) > 1 and history[1].get("role") == "user"
-    )
+def _sent_fixed(violation: Violation, trace: Trace, history: Sequence[Message]) -> bool:
+    """Whether windowkeeper sends ``history`` without this fault, so it is none of the history's.
+
+    An assistant greeting first is sent after a placeholder user turn (see
+    :mod:`windowkeeper.session._greeting`); in a session's own folder, runs of one role (an
+    in-band summary reply and the answer after it) are merged by the session before it sends.
+    """
+    if violation.rule == FIRST_NOT_USER:
+        return len(history) > 1 and history[1].get("role") == "user"
+    return violation.rule == SAME_ROLE_TWICE and trace.session_folder is not None
 
 
 AGENTS = {
