@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-deep lint fix typecheck pytest bench mutants dist clean
+.PHONY: demo test test-deep test-oldest lint fix typecheck pytest bench mutants dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,18 @@ test: lint typecheck pytest
 test-deep: $(STAMP)
 	HYPOTHESIS_PROFILE=deep $(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
+# The adapters' tests on the oldest releases the adapter extras allow (.ci/oldest-constraints.txt,
+# their lower bounds), in a venv of its own made afresh; `make test` runs them on the newest.
+# CI runs both (.ci/run); this one takes a couple of minutes, most of it installing.
+OLDEST := .venv-oldest
+test-oldest:
+	rm -rf $(OLDEST)
+	$(PYTHON) -m venv $(OLDEST)
+	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
+	$(OLDEST)/bin/python -m pip install --quiet -e '.[dev]' -c .ci/oldest-constraints.txt
+	$(OLDEST)/bin/python -m pip list 2>/dev/null | grep -i -E '^(langchain|langgraph|pydantic-ai-slim|openai-agents|openai) '
+	$(OLDEST)/bin/pytest -q -p no:cacheprovider tests/adapters
+
 # The evaluation (docs/benchmarks.md and its plots); needs the bench-only extra (langchain-core).
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,plot,bench]'
@@ -69,4 +81,4 @@ dist: $(STAMP)
 	ls dist/*.whl
 
 clean:
-	rm -rf dist $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .coverage .coverage.*
+	rm -rf dist $(VENV) $(OLDEST) .pytest_cache .mypy_cache .ruff_cache .hypothesis .coverage .coverage.*

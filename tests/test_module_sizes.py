@@ -13,14 +13,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "windowkeeper"
 LIMIT = 500
 
 OVER: dict[str, int] = {
-    "cli/_main.py": 887,  # the command table (issue 24's)
     "cline/_task.py": 506,
-    "core/_overwrites.py": 553,
+    "core/_overwrites.py": 559,
     "session/_ledger.py": 596,
-    "session/_session.py": 649,
+    "session/_session.py": 657,
     "session/_tokens.py": 797,
     "storage/_folder.py": 802,
-    "tools/_replay.py": 799,
 }
 """Modules over the limit, each with the most lines it may have."""
 

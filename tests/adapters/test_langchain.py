@@ -39,6 +39,8 @@ from langgraph.config import get_config
 
 from windowkeeper import ConfigurationError, DistrustedUsageWarning, Prepared, validate_messages
 from windowkeeper.adapters.langchain import WindowkeeperMiddleware, from_langchain
+from windowkeeper.core._notices import TRUNCATION_NOTICE
+from windowkeeper.session._greeting import OPENING_TEXT
 
 SYSTEM = "You are a careful coding agent. Read the files you need, then answer."
 WINDOW = 20_000
@@ -223,6 +225,31 @@ def test_a_backend_that_under_reports_usage_stays_in_the_window() -> None:
     prepared = middleware.last_prepared("low")
     assert prepared is not None
     assert any(action.step == "usage-distrusted" for action in prepared.actions)
+
+
+def test_a_conversation_that_opens_with_a_greeting_is_sent() -> None:
+    """A chat app's greeting first: the model gets the placeholder user turn, then the greeting
+    and the task (kept in every request, never noticed over); the state holds neither."""
+    middleware = WindowkeeperMiddleware(context_window=WINDOW, mask_keep_recent=None)
+    agent, recorder = build(middleware, steps=32)
+    hello = AIMessage("Hello! Which parts shall I summarize?")
+    state = agent.invoke(
+        {"messages": [hello, HumanMessage("Summarize every part.")]}, config("greeted")
+    )
+    assert len(recorder.requests) == 33  # each checked by check_request (a human message first)
+    for _, sent, prepared in recorder.requests:
+        assert prepared is not None
+        assert sent[1].content == OPENING_TEXT
+        assert isinstance(sent[2], AIMessage)
+        assert hello.content in sent[2].text
+        assert "Summarize every part." in sent[3].text
+        assert (TRUNCATION_NOTICE in sent[2].text) is (prepared.deleted_range is not None)
+        assert TRUNCATION_NOTICE not in sent[3].text
+    assert middleware.session("greeted").deleted_range is not None
+    assert recorder.requests[0][1][2] is state["messages"][0]  # the very object, unchanged
+    assert [m.content for m in state["messages"][:2]] == [hello.content, "Summarize every part."]
+    assert all(OPENING_TEXT not in str(m.content) for m in state["messages"])
+    assert middleware.session("greeted").history[0]["role"] == "assistant"
 
 
 def test_threads_have_their_own_sessions() -> None:

@@ -49,7 +49,9 @@ from windowkeeper.adapters.openai_agents import (
     WindowkeeperRunHooks,
     _response_usage,
 )
+from windowkeeper.core._notices import TRUNCATION_NOTICE
 from windowkeeper.formats.responses import validate_responses
+from windowkeeper.session._greeting import OPENING_TEXT
 
 INSTRUCTIONS = "You are a careful coding agent. Read the files you need, then answer."
 WINDOW = 12_000
@@ -251,6 +253,28 @@ def test_a_long_run_stays_in_the_window(options: dict[str, Any]) -> None:
     prepared = windowkeeper.last_prepared()
     assert prepared is not None
     assert prepared.messages == last_sent
+
+
+def test_a_conversation_that_opens_with_a_greeting_is_sent() -> None:
+    """A chat app's greeting first: the Responses API takes an assistant message first, so the
+    items go as they are (no placeholder), the greeting and the task in every request."""
+    windowkeeper = WindowkeeperInputFilter(WINDOW, mask_keep_recent=None)
+    agent, script = build(windowkeeper, steps=32)
+    hello = {"role": "assistant", "content": "Hello! Which parts shall I summarize?"}
+    result = run(agent, [hello, {"role": "user", "content": "Summarize every part."}], windowkeeper)
+    assert len(script.requests) == 33  # each checked by check_request
+    for _, items in script.requests:
+        assert items[0]["role"] == "assistant"
+        assert "Hello! Which parts shall I summarize?" in json.dumps(items[0])
+        assert items[1]["role"] == "user"
+        assert "Summarize every part." in json.dumps(items[1])
+        assert TRUNCATION_NOTICE not in json.dumps(items[1])
+        assert OPENING_TEXT not in json.dumps(items)
+    assert windowkeeper.session().deleted_range is not None
+    assert TRUNCATION_NOTICE in json.dumps(script.requests[-1][1][0])
+    history = result.to_input_list()
+    assert history[0] == hello
+    assert OPENING_TEXT not in json.dumps(history)
 
 
 def test_a_backend_that_under_reports_usage_stays_in_the_window() -> None:

@@ -42,6 +42,8 @@ from pydantic_ai.usage import RequestUsage
 
 from windowkeeper import ConfigurationError, DistrustedUsageWarning, Prepared, validate_messages
 from windowkeeper.adapters.pydantic_ai import WindowkeeperCapability, from_pydantic_ai
+from windowkeeper.core._notices import TRUNCATION_NOTICE
+from windowkeeper.session._greeting import OPENING_TEXT
 
 INSTRUCTIONS = "You are a careful coding agent. Read the files you need, then answer."
 WINDOW = 20_000
@@ -217,6 +219,44 @@ def test_a_backend_that_under_reports_usage_stays_in_the_window() -> None:
     prepared = capability.last_prepared("low")
     assert prepared is not None
     assert any(action.step == "usage-distrusted" for action in prepared.actions)
+
+
+def test_a_conversation_that_opens_with_a_greeting_is_sent() -> None:
+    """A chat app's greeting first: the model gets the placeholder request, then the greeting
+    and the task (kept in every request, never noticed over); the run's history holds neither."""
+    capability: WindowkeeperCapability[Any] = WindowkeeperCapability(
+        WINDOW, session_options={"mask_keep_recent": None}
+    )
+    agent, script = build(capability, steps=32)
+    hello = ModelResponse(parts=[TextPart("Hello! Which parts shall I summarize?")])
+    result = agent.run_sync(
+        "Summarize every part.", message_history=[hello], conversation_id="greeted"
+    )
+    assert len(script.requests) == 33  # each checked by check_request (a request first)
+    for _, sent in script.requests:
+        opening, greeting, task = sent[:3]
+        assert isinstance(opening, ModelRequest)
+        assert opening.parts == [UserPromptPart(OPENING_TEXT, timestamp=opening.parts[0].timestamp)]
+        assert isinstance(greeting, ModelResponse)
+        assert greeting.parts[-1] == hello.parts[0]
+        noticed = any(TRUNCATION_NOTICE in str(part.content) for part in greeting.parts)
+        assert isinstance(task, ModelRequest)
+        assert all(TRUNCATION_NOTICE not in str(part.content) for part in task.parts)
+        assert any("Summarize every part." in str(part.content) for part in task.parts)
+        if not noticed:
+            assert greeting is result.all_messages()[0]  # the very object, unchanged
+    prepared = capability.last_prepared("greeted")
+    assert prepared is not None
+    assert prepared.deleted_range is not None
+    assert noticed  # the last request hid turns: the notice is in the greeting's copy
+    messages = result.all_messages()
+    assert messages[0] is hello
+    assert all(
+        OPENING_TEXT not in str(getattr(part, "content", ""))
+        for message in messages
+        for part in message.parts
+    )
+    assert capability.session("greeted").history[0]["role"] == "assistant"
 
 
 def test_a_large_result_is_clipped_in_a_copy() -> None:

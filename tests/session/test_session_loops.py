@@ -278,11 +278,17 @@ class TestValidRequests:
         assert validate_messages(prepared.messages) == []
         assert len(prepared.repairs) == 4
 
-    def test_a_history_must_start_with_a_user_message(self) -> None:
+    def test_two_assistant_messages_before_the_task_are_refused(self) -> None:
+        """A greeting may open the conversation; a second assistant message would push the task
+        out of the kept pair, so it is refused and nothing is kept."""
         session = ContextSession(context_window=10_000)
-        with pytest.raises(MalformedMessageError, match=r"history\[0\]\.role: the first message"):
-            session.append(assistant("hi"))
+        with pytest.raises(MalformedMessageError, match=r"history\[1\]\.role: .*greeting"):
+            session.extend([assistant("hi"), assistant("anything?")])
         assert session.history == []
+        session.append(assistant("hi"))
+        with pytest.raises(MalformedMessageError, match=r"history\[1\]\.role: .*greeting"):
+            session.append(assistant("anything?"))
+        assert session.history == [assistant("hi")]
 
     def test_an_empty_session_has_nothing_to_send(self) -> None:
         with pytest.raises(MalformedMessageError, match="append the task first"):

@@ -318,27 +318,38 @@ class SessionMachine(RuleBasedStateMachine):
     @initialize(
         window=st.sampled_from(WINDOWS),
         refused=st.sampled_from(["single", "batch", "none"]),
+        greeting=st.booleans(),
         task=user_text("anthropic"),
         system_in_history=st.booleans(),
     )
     def start(
-        self, window: int, refused: str, task: list[Message], system_in_history: bool
+        self,
+        window: int,
+        refused: str,
+        greeting: bool,
+        task: list[Message],
+        system_in_history: bool,
     ) -> None:
-        """The session refuses an assistant message first, changing nothing; then the task."""
+        """The session refuses two assistant messages before the task, changing nothing; then
+        the task, after an assistant greeting or not (a chat app's opening)."""
         self.window = window
         self.api.window = window
         self.session = self.open()
+        hello = {"role": "assistant", "content": "Hello! What shall I do?"}
         if refused != "none":
-            answer = {"role": "assistant", "content": "Hello! What shall I do?"}
-            batch = self.keep([answer] if refused == "single" else [answer, *task])
+            again = {"role": "assistant", "content": "Anything at all."}
+            batch = self.keep([hello, again] if refused == "single" else [hello, again, *task])
             before = folder_bytes(self.task_dir)
-            with time_limit("extend"), pytest.raises(MalformedMessageError, match="first message"):
+            with time_limit("extend"), pytest.raises(MalformedMessageError, match="greeting"):
                 self.session.extend(batch)
             assert self.session.history == []
             assert folder_bytes(self.task_dir) == before
         self.system_in_history = self.FORMAT == "openai" and system_in_history
         first = [{"role": "system", "content": SYSTEMS["short"]}] if self.system_in_history else []
-        self.apply(("extend", self.keep([*first, *task]), False))
+        opening = [hello] if greeting else []
+        if greeting:
+            event("start: an assistant greeting first")
+        self.apply(("extend", self.keep([*first, *opening, *task]), False))
         self.check_reopen()
 
     # -- messages -----------------------------------------------------------------------------

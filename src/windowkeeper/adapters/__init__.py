@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from .._errors import ConfigurationError
 from ..core._truncation import FIRST_KEPT, DeletedRange, visible_start
 from ..core._window import ContextWindowInfo
+from ..session._greeting import is_opening
 from ..session._session import ContextSession, Prepared, Synced
 from ..storage import SessionStore
 
@@ -168,8 +169,12 @@ def sources(
     """For each sent message, the history indices it was made from; None when that is unclear.
 
     A session sends messages 0-1 and those after its hidden range, each run of one role merged
-    into one message.
+    into one message; before a greeting (an assistant message 0) the placeholder user turn,
+    made from no message of the history (an empty list: the adapter makes its own).
     """
+    if roles and roles[0] == "assistant" and sent and is_opening(sent[0]):
+        after = sources(roles, deleted_range, sent[1:])
+        return None if after is None else [[], *after]
     count = len(roles)
     if count <= 1:
         visible = list(range(count))

@@ -189,7 +189,7 @@ class ContextManager:
                     ratio = savings_ratio(messages, self.store, deleted_range, altered)
                     need_to_truncate = ratio < SAVINGS_THRESHOLD
                 if need_to_truncate:
-                    any_updates = self._add_truncation_notice(timestamp) or any_updates
+                    any_updates = self._add_truncation_notice(timestamp, messages) or any_updates
                     deleted_range = next_range(messages, deleted_range, keep)
                     updated = True
                 if any_updates:
@@ -250,12 +250,12 @@ class ContextManager:
 
     # -- notices and rollback --------------------------------------------------------------
 
-    def _add_truncation_notice(self, timestamp: int) -> bool:
-        return add_truncation_notice(self.store, timestamp)
+    def _add_truncation_notice(self, timestamp: int, history: Sequence[Message]) -> bool:
+        return add_truncation_notice(self.store, timestamp, history)
 
     def _replace_first_user_message(self, timestamp: int, history: Sequence[Message]) -> bool:
-        if 0 in self.store or not history:
-            return False
+        if 0 in self.store or not history or history[0].get("role") != "user":
+            return False  # an assistant greeting is not the task it stands for
         content = history[0].get("content")
         if not isinstance(content, list) or not content:
             return False
@@ -274,7 +274,7 @@ class ContextManager:
         """
         messages = _dicts(history)
         self._checks.check_history(messages)
-        notice_added = self._add_truncation_notice(timestamp)
+        notice_added = self._add_truncation_notice(timestamp, messages)
         task_replaced = self._replace_first_user_message(timestamp, messages)
         if notice_added or task_replaced:
             self._save_if(task_dir)

@@ -18,13 +18,14 @@ what it rebuilds its maps from loads, what makes it throw (and so start empty) r
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from .._errors import CorruptStoreError
 from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
+from ._messages import Message
 from ._notices import TRUNCATION_NOTICE
 
 if TYPE_CHECKING:
@@ -542,12 +543,17 @@ def _kind(value: Any) -> str:
     return "a list" if isinstance(value, list) else type(value).__name__
 
 
-def add_truncation_notice(store: OverwriteStore, timestamp: int) -> bool:
+def add_truncation_notice(
+    store: OverwriteStore, timestamp: int, history: Sequence[Message] = ()
+) -> bool:
     """The original's truncation notice on message 1 (its block 0), unless message 1 has an entry.
 
     True when it was added. Shared by the original's truncation and the session's hiding step.
+    Never over a user message: when ``history[1]`` is the user's task (a conversation opened
+    by an assistant greeting) nothing is recorded, since the notice would replace the task's
+    text (a deliberate fix; Cline's message 1 is always its first answer).
     """
-    if 1 in store:
+    if 1 in store or (len(history) > 1 and history[1].get("role") != "assistant"):
         return False
     store.record(1, EditType.UNDEFINED, 0, text_update(timestamp, TRUNCATION_NOTICE))
     return True

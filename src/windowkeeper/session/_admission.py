@@ -196,8 +196,15 @@ def admit_request_arguments(system: Any, tools: Sequence[Any] | None) -> None:
 
 
 def check_first(history: Sequence[Message], name: str) -> None:
-    """The first message of a conversation must be a user message (the task)."""
-    if history and history[0].get("role") != "user":
+    """A conversation opens with the user's task, or with one assistant greeting and then the task.
+
+    Chat apps open with a greeting (``history[0]`` an assistant message); the session keeps it
+    and the task after it as messages 0-1 (see :mod:`windowkeeper.session._greeting`). Two
+    assistant messages before the task would leave the task hideable, so they are refused.
+    """
+    if len(history) > 1 and history[0].get("role") == history[1].get("role") == "assistant":
         raise MalformedMessageError(
-            f"{name}[0].role", "the first message must be a user message (the task)"
+            f"{name}[1].role",
+            "a conversation that opens with an assistant greeting continues with the user's"
+            " message (the task), not a second assistant message",
         )

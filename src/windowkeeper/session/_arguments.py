@@ -125,7 +125,7 @@ def shrink_steps(
     """
     if keep_recent_tokens is not None:
         count_argument("keep_recent_tokens", keep_recent_tokens)
-    # noqa'd imports here: compaction is loaded by the sessions that compact
+    # the imports marked PLC0415 here: compaction is loaded by the sessions that compact
     from .steps import SummarizeTurns  # noqa: PLC0415
 
     if steps is not None:

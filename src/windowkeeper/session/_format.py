@@ -42,7 +42,7 @@ class SessionFormat:
         if name == "anthropic":
             self._wire = WireShaper(anthropic_message)
             return
-        # noqa'd imports below: the converters are loaded by the sessions that use them
+        # the imports marked PLC0415 below: the converters are loaded by the sessions that use them
         from ._openai_history import OpenAIShaper  # noqa: PLC0415
 
         if name == "responses":

@@ -75,7 +75,7 @@ class SessionHistory:
         for offset, message in enumerate(batch):
             check_session_message(message, f"history[{start + offset}]")
         admit_messages(batch, start)
-        check_first([*self.messages[:1], *batch[:1]], "history")
+        check_first([*self.messages[:2], *batch[:2]][:2], "history")
         self.messages.extend(batch)
         try:
             commit()

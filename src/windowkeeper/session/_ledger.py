@@ -302,8 +302,8 @@ class LedgerBuilder:
         if role == "assistant":
             self._assistant(blocks)
         elif role == "user":
-            if index == 0:
-                self._task = _task_text(blocks)
+            if index == 0 or (index == 1 and self._last_role == "assistant"):
+                self._task = _task_text(blocks)  # after a greeting, message 1 is the task
             else:
                 self._user(blocks)
         self._last_role = role

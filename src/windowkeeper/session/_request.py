@@ -24,6 +24,7 @@ from ..core._truncation import visible_start
 from ..formats._wire import EMPTIED, EMPTY_MESSAGE_NOTICE, Repair, anthropic_message
 from ._alternation import RoleMerger, merge_same_roles
 from ._clipping import MIN_KEPT_CHARS, Clip, ClipMemo, clippable_blocks
+from ._greeting import opens_with_greeting, with_opening
 from ._native_results import ResultPlacer
 from ._state import SessionState
 from ._tokens import TokenCounter
@@ -49,18 +50,28 @@ class RequestBuilder:
         "_continued",
         "_counter",
         "_empties",
+        "_greeted",
         "_ids",
         "_manager",
         "_merger",
         "_noticed",
+        "_opening",
         "_orphans",
         "_placer",
         "clip_memo",
         "orphaned",
     )
 
-    def __init__(self, manager: ContextManager, counter: TokenCounter, *, place_results: bool):
+    def __init__(
+        self,
+        manager: ContextManager,
+        counter: TokenCounter,
+        *,
+        place_results: bool,
+        opening: bool = False,
+    ):
         self._manager = manager
+        self._opening = opening  # a placeholder user turn before a greeting (Anthropic's shape)
         self._counter = counter
         self._placer = ResultPlacer() if place_results else None
         self._ids = UniqueToolIds()
@@ -69,6 +80,7 @@ class RequestBuilder:
         self._orphans = OrphanResults()
         self._empties = _EmptyMessages()
         self._noticed: tuple[Message, Message] | None = None
+        self._greeted: tuple[Message, Message] | None = None
         self._continued: tuple[tuple[str, tuple[str, ...]], Message] | None = None
         self.orphaned: tuple[Repair, ...] = ()  # the last render's results turned into text
 
@@ -105,21 +117,42 @@ class RequestBuilder:
                 placed[1] = known[1]
             else:
                 self._noticed = (sent[1], placed[1])
+        if opens_with_greeting(placed) and state.compaction.fold is None:
+            placed = self._greeting_noticed(placed, state)
         fold = state.compaction.fold
         if fold is not None and len(placed) >= 2:  # also when only messages 0-1 are left
             placed = [*placed[:2], self._continuation(fold.text, placed[1]), *placed[2:]]
         merged = self._merger.merge(placed)
         fixed = self._orphans.apply(merged)
+        opened = with_opening(fixed) if self._opening else fixed
+        shift = len(opened) - len(fixed)  # the placeholder before a greeting
         self.orphaned = (
             tuple(
-                Repair(f"messages[{position}]", "tool results whose call is not sent became text")
+                Repair(
+                    f"messages[{position + shift}]",
+                    "tool results whose call is not sent became text",
+                )
                 for position, (a, b) in enumerate(zip(merged, fixed, strict=True))
                 if a is not b
             )
             if any(map(operator.is_not, merged, fixed))
             else ()
         )
-        return fixed
+        return opened
+
+    def _greeting_noticed(self, sent: list[Message], state: SessionState) -> list[Message]:
+        """``sent`` with the truncation notice in the greeting (message 0) while turns are hidden.
+
+        The greeting is the first assistant message the model sees, where the original puts the
+        notice (see :mod:`windowkeeper.session._greeting`); the same copy while nothing changes.
+        """
+        if state.deleted_range is None or state.deleted_range[1] < state.deleted_range[0]:
+            return sent
+        greeting = sent[0]
+        known = self._greeted
+        if known is None or known[0] is not greeting:
+            known = self._greeted = (greeting, with_notice_block(greeting))
+        return [known[1], *sent[1:]]
 
     def estimate(
         self,
@@ -236,14 +269,32 @@ def place_truncation_notice(sent: list[Message], store: OverwriteStore) -> list[
         return sent
     first_answer = sent[1]
     content = first_answer.get("content")
+    if (
+        isinstance(content, list)
+        and content
+        and isinstance(content[0], dict)
+        and content[0].get("type") == "text"
+    ):
+        return sent  # the original's placement works
+    noticed = with_notice_block(first_answer)
+    if noticed is first_answer:
+        return sent
+    output = list(sent)
+    output[1] = noticed
+    return output
+
+
+def with_notice_block(message: Message) -> Message:
+    """A copy of an assistant ``message`` with the truncation notice as a text block of its own,
+    after any leading thinking blocks (the API wants those first); ``message`` itself when its
+    content is neither a string nor a list."""
+    content = message.get("content")
     notice = {"type": "text", "text": TRUNCATION_NOTICE}
     if isinstance(content, str):
         new_content: list[Any] = (
             [notice, {"type": "text", "text": content}] if content else [notice]
         )
     elif isinstance(content, list):
-        if content and isinstance(content[0], dict) and content[0].get("type") == "text":
-            return sent  # the original's placement works
         at = 0
         while (
             at < len(content)
@@ -253,7 +304,5 @@ def place_truncation_notice(sent: list[Message], store: OverwriteStore) -> list[
             at += 1
         new_content = [*content[:at], notice, *content[at:]]
     else:
-        return sent
-    output = list(sent)
-    output[1] = {**first_answer, "content": new_content}
-    return output
+        return message
+    return {**message, "content": new_content}

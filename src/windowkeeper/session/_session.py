@@ -158,7 +158,12 @@ class ContextSession:
             keep_user_text=True,  # the user's words after the cut are sent, never replaced
         )
         self._place_results = place_results
-        self._requests = RequestBuilder(self._manager, self._counter, place_results=place_results)
+        self._requests = RequestBuilder(
+            self._manager,
+            self._counter,
+            place_results=place_results,
+            opening=format == "anthropic",  # the Messages API takes only a user message first
+        )
         self._max_result_share = (
             share("max_result_share", max_result_share) if max_result_share is not None else None
         )
@@ -624,7 +629,10 @@ class ContextSession:
         self._last = None
         self._manager.store = OverwriteStore()
         self._requests = RequestBuilder(
-            self._manager, self._counter, place_results=self._place_results
+            self._manager,
+            self._counter,
+            place_results=self._place_results,
+            opening=self._format.name == "anthropic",
         )
         self._shrinker.requests = self._requests
         self._usage_trust.forget()

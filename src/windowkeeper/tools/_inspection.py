@@ -12,12 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._errors import WindowkeeperError
 from ..core._messages import Message
 from ..core._overwrites import EditType, OverwriteStore
 from ..core._truncation import DeletedRange
+from ..core._window import DEFAULT_CONTEXT_WINDOW
 from ..formats._wire import ANTHROPIC_BLOCK_KEYS
-from ..rules._anthropic import Violation, validate_messages
+from ..rules._anthropic import FIRST_NOT_USER, SAME_ROLE_TWICE, Violation, validate_messages
 from ..session._native_reads import NativeReadDetector
+from ..session._session import ContextSession
+from ..storage import ReadOnlyStore, TaskFolderStore
 from ._trace import Trace
 
 __all__ = ["AGENTS", "Inspection", "UsageStats", "inspect_trace", "model_calls"]
@@ -131,10 +135,14 @@ def inspect_trace(trace: Trace, *, detector: NativeReadDetector | None = None) -
         tool_calls=dict(_tool_calls(history).most_common()),
         file_reads=dict(sorted(reads.items(), key=lambda item: (-item[1], item[0]))),
         usage=_usage_stats(trace),
-        deleted_range=trace.deleted_range,
+        deleted_range=_stored_range(trace),
         overwrite_entries=0 if trace.store is None else len(trace.store),
         overwrites=_overwrite_counts(trace.store),
-        violations=tuple(validate_messages(history, "history")),
+        violations=tuple(
+            violation
+            for violation in validate_messages(history, "history")
+            if not _sent_fixed(violation, trace, history)
+        ),
         unknown=(*trace.unknown, *unknown_blocks(history)),
         model=trace.model,
         agent=AGENTS.get(trace.format.value),
@@ -143,6 +151,32 @@ def inspect_trace(trace: Trace, *, detector: NativeReadDetector | None = None) -
         forks=trace.forks,
         warnings=trace.warnings,
     )
+
+
+def _stored_range(trace: Trace) -> DeletedRange | None:
+    """The hidden range stored for the trace: a session's own (in its journal) in a folder it
+    keeps, else what Cline saved."""
+    if trace.session_folder is None:
+        return trace.deleted_range
+    try:
+        session = ContextSession(
+            DEFAULT_CONTEXT_WINDOW, store=ReadOnlyStore(TaskFolderStore(trace.session_folder))
+        )
+    except WindowkeeperError:  # a state it cannot read: what Cline saved is all there is
+        return trace.deleted_range
+    return session.deleted_range
+
+
+def _sent_fixed(violation: Violation, trace: Trace, history: Sequence[Message]) -> bool:
+    """Whether windowkeeper sends ``history`` without this fault, so it is none of the history's.
+
+    An assistant greeting first is sent after a placeholder user turn (see
+    :mod:`windowkeeper.session._greeting`); in a session's own folder, runs of one role (an
+    in-band summary reply and the answer after it) are merged by the session before it sends.
+    """
+    if violation.rule == FIRST_NOT_USER:
+        return len(history) > 1 and history[1].get("role") == "user"
+    return violation.rule == SAME_ROLE_TWICE and trace.session_folder is not None
 
 
 AGENTS = {

@@ -171,7 +171,7 @@ class Draft:
     def add_truncation_notice(self) -> bool:
         """The original's truncation notice on message 1, unless it has an edit already; True
         when it was added."""
-        return add_truncation_notice(self._store, self.now)
+        return add_truncation_notice(self._store, self.now, self.history)
 
     def replace_text(self, message_index: int, block_index: int, text: str) -> None:
         """Send ``text`` instead of a block's content (an edit of the history's message
