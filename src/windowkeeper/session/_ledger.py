@@ -10,7 +10,9 @@ from the messages themselves, so it is exact, reproducible and free. It lists
   results or the agent's own boilerplate (``<environment_details>``, ``[TASK RESUMPTION]``, ...);
   A user's text after tool results in the same message (a tool_result block, or a Cline
   result text) is an instruction too; the agent's own texts (``<system-reminder>``, Claude
-  Code's continuation notice and interruption markers, Cline's notices) are not;
+  Code's continuation notice and interruption markers, Cline's notices) are not, nor is the
+  output of a command an agent without native tools ran by ending its message with a fenced
+  block (SWE-agent); which texts are the user's is decided in :mod:`._user_words`;
 - the files read and the files edited, from native tool calls (``read_file``, ``Read``,
   ``str_replace_editor``, ``write_to_file``, ``Edit``, shell reads such as ``cat FILE``), from
   the patch texts of ``apply_patch``-style tools and the redirections, ``tee`` and ``sed -i`` of
@@ -58,6 +60,7 @@ from ._ledger_text import (
 from ._native_reads import DEFAULT_READ_TOOLS, DEFAULT_SHELL_TOOLS, normalize_path
 from ._native_results import _RESULT_HEADER, _same_tool
 from ._shell_reads import shell_read_path
+from ._user_words import issues_command, own_words, tagged_words, task_element
 from ._work_items import result_failed, todo_state
 from ._writes import patch_paths, shell_write_paths
 
@@ -123,68 +126,11 @@ _PATCH_WORD = "patch"
 _CONTENT_TOOLS = frozenset({READ_TOOL, "search_files", "list_files", "list_code_definition_names"})
 _COMMAND_TOOL = "execute_command"  # Cline's result header names the command it ran
 
-# Texts the agent writes into user messages: never the user's own words.
-_MACHINERY = (
-    "<environment_details>",
-    "<environment_context>",
-    "<user_instructions>",
-    "<system-reminder>",
-    "This session is being continued from a previous conversation",
-    "[Request interrupted by user",
-    "<user-prompt-submit-hook>",
-    "<bash-stdout>",
-    "<bash-stderr>",
-    "<turn_aborted>",
-    "<command-name>",
-    "<command-message>",
-    "<local-command-",
-    "Caveat: The messages below were generated",
-    "[TASK RESUMPTION]",
-    "[ERROR]",
-    "[Response interrupted",
-    "[windowkeeper:",
-    "# TODO LIST UPDATE REQUIRED",
-    "# task_progress",
-    "Files attached by the user:",
-    "(The user did not provide",
-    # Cline's notices after a tool result
-    "The user has provided feedback on the results",
-    "The user denied this operation",
-    "The user approved this operation",
-    "[The user has switched to",
-    "Tool [",
-    "Skipping tool",
-    "Command failed with exit code",
-    "Command executed",
-    "New instructions for task continuation",
-    "New message to respond to with",
-    "The user provided the following feedback",
-)
-# Elements the agent inserts into a user's text: removed before the text is read.
-_INSERTED = ("system-reminder", "environment_details", "user-prompt-submit-hook")
-
-
-@cache
-def _user_words() -> re.Pattern[str]:
-    # Where Cline puts the user's own words inside its texts.
-    return re.compile(r"<(feedback|answer|user_message)>\n?(.*?)\n?</\1>", re.DOTALL)
-
 
 @cache
 def _roo_header() -> re.Pattern[str]:
     # Roo Code adds a sentence inside the brackets of some headers
     return re.compile(r"\[([^\s\]]+) for '([^'\n]*)'[^\]\n]*\] Result:")
-
-
-@cache
-def _task_element() -> re.Pattern[str]:
-    return re.compile(r"<task>\n?(.*?)\n?</task>", re.DOTALL)
-
-
-@cache
-def _inserted() -> re.Pattern[str]:
-    tags = "|".join(map(re.escape, _INSERTED))
-    return re.compile(rf"<({tags})>.*?(?:</\1>|\Z)", re.DOTALL)
 
 
 @dataclass(slots=True)
@@ -233,6 +179,8 @@ class LedgerBuilder:
         "_last_role",
         "_latest",
         "_ledger",
+        "_native",
+        "_observes",
         "_pending",
         "_read",
         "_read_tools",
@@ -264,6 +212,8 @@ class LedgerBuilder:
         self._todos: str | None = None
         self._error: tuple[str, str] | None = None  # (call key, description)
         self._ledger: Ledger | None = Ledger()
+        self._native = False  # a native tool call was seen: fenced blocks are not commands
+        self._observes = False  # the next user message is the output of a text command
 
     @property
     def count(self) -> int:
@@ -281,6 +231,7 @@ class LedgerBuilder:
         twin._pending = dict(self._pending)
         twin._intent, twin._last_role, twin._ledger = self._intent, self._last_role, self._ledger
         twin._todos, twin._error = self._todos, self._error
+        twin._native, twin._observes = self._native, self._observes
         return twin
 
     def feed(self, message: Mapping[str, Any]) -> None:
@@ -305,7 +256,8 @@ class LedgerBuilder:
             if index == 0:
                 self._task = _task_text(blocks)
             else:
-                self._user(blocks)
+                self._user(blocks, output=self._observes)
+            self._observes = False
         self._last_role = role
 
     def extend(self, messages: Iterable[Mapping[str, Any]]) -> None:
@@ -336,17 +288,20 @@ class LedgerBuilder:
     def _assistant(self, blocks: list[Any]) -> None:
         if self._last_role != "assistant":
             self._pending = {}  # a new turn: earlier calls were answered or abandoned
+        last_text = ""
         for block in blocks:
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
             if kind == "text":
                 text = block.get("text")
+                last_text = text if isinstance(text, str) else ""
                 if isinstance(text, str) and text.strip():
                     self._intent = clip(text, INTENT_CHARS)
                     for tool, parameters in xml_tool_calls(text):
                         self._call(tool, parameters)
             elif kind == "tool_use":
+                self._native = True
                 name, tool_input = block.get("name"), block.get("input")
                 what = self._call(name, tool_input if isinstance(tool_input, dict) else {})
                 call_id = block.get("id")
@@ -355,6 +310,8 @@ class LedgerBuilder:
                     self._pending[call_id] = _Call(
                         name, _describe(name, what, tool_input), f"{label} {what or ''}".strip()
                     )
+        # the harness runs a fenced command the message ends with (see _user_words)
+        self._observes = not self._native and issues_command(last_text)
 
     def _call(self, name: Any, tool_input: Mapping[str, Any]) -> str | None:
         """Record what a tool call reads, edits or runs; the path or command it names, if any."""
@@ -418,11 +375,12 @@ class LedgerBuilder:
 
     # -- user messages: results, headers, the user's words -----------------------------------
 
-    def _user(self, blocks: list[Any]) -> None:
+    def _user(self, blocks: list[Any], *, output: bool) -> None:
         # Cline's older layout: a text that is only a result header has the result in the next
         # text. Any other text after a result (a tool_result block, a header with its result)
-        # is read as the user's words unless it is the agent's own.
-        continues = False
+        # is read as the user's words unless it is the agent's own. ``output``: the message
+        # answers a fenced command (see _user_words), so its texts are that command's output.
+        continues = output
         for block in blocks:
             if not isinstance(block, dict):
                 continue
@@ -438,7 +396,7 @@ class LedgerBuilder:
             elif kind == "text":
                 text = block.get("text")
                 if isinstance(text, str):
-                    continues = self._text(text, own=not continues, answers=True)
+                    continues = self._text(text, own=not continues, answers=True) or output
 
     def _text(self, text: str, *, own: bool, answers: bool) -> bool:
         """Read a user text: a Cline result header, the user's words, or the agent's boilerplate.
@@ -459,11 +417,11 @@ class LedgerBuilder:
                 return not text[header.end() :].strip()  # contents: not the user's words
             own = False
         found = False
-        for match in _user_words().finditer(text):
+        for tagged in tagged_words(text):
             found = True
-            self._instruction(match.group(2))
+            self._instruction(tagged)
         if not found and own:
-            words = _own_words(text)
+            words = own_words(text)
             if words is not None:
                 self._instruction(words)
         return header is not None and not text[header.end() :].strip()
@@ -514,16 +472,6 @@ class LedgerBuilder:
             self._latest = words
 
 
-def _own_words(text: str) -> str | None:
-    """``text`` less the elements the agent inserts, or None when what is left is the agent's."""
-    if "<" in text:
-        text = _inserted().sub("", text)
-    stripped = text.strip()
-    if not stripped or stripped.startswith(_MACHINERY):
-        return None
-    return stripped
-
-
 def _task_text(blocks: list[Any]) -> str:
     """Message 0's task: Cline's ``<task>`` element, else its texts that are not boilerplate."""
     texts = [
@@ -534,10 +482,10 @@ def _task_text(blocks: list[Any]) -> str:
         and isinstance(block.get("text"), str)
     ]
     for text in texts:
-        match = _task_element().search(text)
-        if match is not None:
-            return clip(match.group(1), TASK_CHARS)
-    own = [words for words in map(_own_words, texts) if words is not None]
+        element = task_element(text)
+        if element is not None:
+            return clip(element, TASK_CHARS)
+    own = [words for words in map(own_words, texts) if words is not None]
     return clip("\n\n".join(own), TASK_CHARS)
 
 
