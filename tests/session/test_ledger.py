@@ -21,6 +21,7 @@ from windowkeeper.session._ledger import (
     normalized,
     render_ledger,
 )
+from windowkeeper.session._ledger_text import INSTRUCTION_ABOVE, TASK_ABOVE
 from windowkeeper.session._native_reads import normalize_path
 
 from ..strategies import TR, A, T, U, conversations
@@ -610,6 +611,29 @@ class TestTextCommands:
     def test_observation_texts_are_not_instructions(self, text: str) -> None:
         """A harness's marked observation is its output, whatever came before it."""
         assert build_ledger([U("task"), A("a"), U(text)]).instructions == ()
+
+
+class TestRenderedAfterTheFirstPair:
+    """A ledger sent right after messages 0-1 names what they hold instead of repeating it."""
+
+    ISSUE = "Solve this issue: the Pixel Representation element should be optional."
+
+    def test_task_and_an_instruction_in_message_1_are_named(self) -> None:
+        ledger = build_ledger([U("demonstration"), U(self.ISSUE), A("```\nls\n```"), U("a.py")])
+        assert ledger.latest_instruction_at == 1
+        text = render_ledger(ledger, task=False)
+        assert TASK_ABOVE in text
+        assert INSTRUCTION_ABOVE in text
+        assert self.ISSUE not in text
+        assert "demonstration" not in text
+        assert self.ISSUE in render_ledger(ledger)
+
+    def test_a_later_instruction_is_quoted(self) -> None:
+        ledger = build_ledger([U("task"), A("a"), U(self.ISSUE)])
+        assert ledger.latest_instruction_at == 2
+        text = render_ledger(ledger, task=False)
+        assert f"Latest user instruction: {self.ISSUE}" in text
+        assert INSTRUCTION_ABOVE not in text
 
 
 class TestLongInstruction:

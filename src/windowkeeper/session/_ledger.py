@@ -178,6 +178,7 @@ class LedgerBuilder:
         "_intent",
         "_last_role",
         "_latest",
+        "_latest_at",
         "_ledger",
         "_native",
         "_observes",
@@ -203,6 +204,7 @@ class LedgerBuilder:
         self._task = ""
         self._instructions = _Ordered()
         self._latest: str | None = None
+        self._latest_at: int | None = None  # the message the latest instruction is in
         self._read = _Ordered()
         self._edited = _Ordered()
         self._commands = _Ordered()
@@ -226,6 +228,7 @@ class LedgerBuilder:
             edit_tools=self._edit_tools, read_tools=self._read_tools, shell_tools=self._shell_tools
         )
         twin._count, twin._task, twin._latest = self._count, self._task, self._latest
+        twin._latest_at = self._latest_at
         twin._instructions, twin._read = self._instructions.copy(), self._read.copy()
         twin._edited, twin._commands = self._edited.copy(), self._commands.copy()
         twin._pending = dict(self._pending)
@@ -277,6 +280,7 @@ class LedgerBuilder:
                 unanswered=tuple(call.description for call in self._pending.values()),
                 intent=self._intent,
                 latest_instruction=self._latest,
+                latest_instruction_at=self._latest_at,
                 messages=self._count,
                 todos=self._todos,
                 last_error=None if self._error is None else self._error[1],
@@ -470,6 +474,7 @@ class LedgerBuilder:
         if words:
             self._instructions.add(words)
             self._latest = words
+            self._latest_at = self._count - 1
 
 
 def _task_text(blocks: list[Any]) -> str:
