@@ -18,7 +18,10 @@ session sends, asks on no request that folded, and carries the latest instructio
 edited file and the latest todo state after every fold. Among the admissible candidates the
 choice is the one with the lowest median billed cost against cline's auto-condense over those
 settings; ties go to the lower maximum, then to the current default. With none admissible,
-the candidate with the fewest failed settings is taken, then by cost as above.
+the candidate with the fewest failed settings is taken, then by cost as above. The default
+moves to the value most folds pick only when, held out, the choices beat the default (a lower
+median over the held-out traces): a value that wins on the other traces but not on the one
+left out does not generalize.
 """
 
 from __future__ import annotations
@@ -166,7 +169,9 @@ def format_tuning(tuning: Tuning) -> list[str]:
         " latest instruction, every edited file and the latest todo state after every fold;"
         " among the admissible ones the lowest median billed cost against cline auto-condense"
         " wins (ties: the lower maximum, then the current default); with none admissible, the"
-        " fewest failed settings first. The demo conversation takes no part.",
+        " fewest failed settings first. The default moves to the value most folds pick only"
+        " when, held out, the choices beat the default's median. The demo conversation takes"
+        " no part.",
         "",
     ]
     for setting, values in SWEEPS.items():
@@ -204,14 +209,19 @@ def format_tuning(tuning: Tuning) -> list[str]:
         for trace in tuning.traces:
             counts[tuning.choose(setting, [t for t in tuning.traces if t != trace])] += 1
         majority = max(values, key=lambda value: (counts[value], value == default))
-        verdict = (
-            f"the procedure keeps the default, {default:g}"
-            if majority == default
-            else f"the procedure picks {majority:g}, not the current default {default:g}"
-        )
         if not held or not held_default:
             lines += ["", "No setting had a cline-condense cost to compare with.", ""]
             continue
+        generalizes = statistics.median(held) < statistics.median(held_default)
+        if majority == default:
+            verdict = f"the procedure keeps the default, {default:g}"
+        elif not generalizes:
+            verdict = (
+                f"most folds pick {majority:g}, but held out the choices do no better than the"
+                f" default: the procedure keeps {default:g}"
+            )
+        else:
+            verdict = f"the procedure picks {majority:g}, not the current default {default:g}"
         lines += [
             "",
             "Leave one trace out: " + "; ".join(picks) + ".",
@@ -223,6 +233,6 @@ def format_tuning(tuning: Tuning) -> list[str]:
             f" {verdict}.",
             "",
         ]
-        if setting == "in_band_at" and majority != default:
+        if setting == "in_band_at" and majority != default and generalizes:
             lines += [IN_BAND_NOTE, ""]
     return lines
