@@ -30,14 +30,13 @@ longer than :data:`INSTRUCTION_CHARS` keeps its head and its tail, with a note o
 A :class:`LedgerBuilder` reads one message at a time (``feed``), so a session can keep its
 ledger up to date on every append at the cost of the new message only; :func:`build_ledger`
 feeds a whole history. Nothing here modifies a message. The ledger's text and the must-keep
-check live in :mod:`windowkeeper.session._ledger_text` and are re-exported here.
+check live in :mod:`windowkeeper.session._ledger_text` and are re-exported here; the tool
+tables in :mod:`windowkeeper.session._ledger_tools`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -56,6 +55,16 @@ from ._ledger_text import (
     must_keep,
     normalized,
     render_ledger,
+)
+from ._ledger_tools import (
+    DEFAULT_EDIT_TOOLS,
+    EDITOR_PATH_KEYS,
+    EDITOR_TOOLS,
+    PATCH_WORD,
+    describe,
+    first,
+    result_texts,
+    script,
 )
 from ._native_reads import DEFAULT_READ_TOOLS, DEFAULT_SHELL_TOOLS, normalize_path
 from ._native_results import _RESULT_HEADER, _same_tool
@@ -87,41 +96,11 @@ COMMAND_CHARS = 300
 """Each shell command is kept up to this many characters."""
 INTENT_CHARS = 600
 """The assistant's last statement is kept up to this many characters."""
-CALL_CHARS = 160
-"""An unanswered call is described in up to this many characters."""
 TODO_CHARS = 4_000
 """The latest todo / plan list is kept up to this many characters."""
 ERROR_CHARS = 600
 """The last unresolved error is kept up to this many characters."""
 
-DEFAULT_EDIT_TOOLS: Mapping[str, tuple[str, ...]] = {
-    "write_to_file": ("path", "absolutePath"),  # Cline
-    "replace_in_file": ("path", "absolutePath"),  # Cline
-    "Write": ("file_path",),  # Claude Code
-    "Edit": ("file_path",),
-    "MultiEdit": ("file_path",),
-    "NotebookEdit": ("notebook_path",),
-    "write_file": ("file_path", "path"),  # Gemini CLI, generic
-    "replace": ("file_path", "path"),  # Gemini CLI
-    "edit_file": ("target_file", "path", "file_path"),
-    "create_file": ("path", "file_path"),
-    "apply_diff": ("path",),  # Roo
-    "insert_content": ("path",),
-    "search_and_replace": ("path",),
-    "write": ("filePath", "file_path", "path"),  # OpenCode
-    "edit": ("filePath", "file_path", "path"),
-    "multiedit": ("filePath", "file_path", "path"),
-}
-"""Tool name -> the input keys that may hold the path, for tools that change a file."""
-
-# Editor tools whose ``command`` says whether they read or change the file.
-_EDITOR_TOOLS = frozenset(
-    {"str_replace_editor", "str_replace_based_edit_tool", "text_editor", "file_editor"}
-)
-_EDITOR_PATH_KEYS = ("path", "file_path")
-# Tools whose input is a patch text (Codex "input", OpenCode "patchText"): the patch names the
-# files. A tool counts when its name says "patch"; every string value is read.
-_PATCH_WORD = "patch"
 # Tools whose results are file contents or listings: the user's words are not looked for there.
 _CONTENT_TOOLS = frozenset({READ_TOOL, "search_files", "list_files", "list_code_definition_names"})
 _COMMAND_TOOL = "execute_command"  # Cline's result header names the command it ran
@@ -312,7 +291,7 @@ class LedgerBuilder:
                 if call_id is not None:
                     label = name if isinstance(name, str) else "?"
                     self._pending[call_id] = _Call(
-                        name, _describe(name, what, tool_input), f"{label} {what or ''}".strip()
+                        name, describe(name, what, tool_input), f"{label} {what or ''}".strip()
                     )
         # the harness runs a fenced command the message ends with (see _user_words)
         self._observes = not self._native and issues_command(last_text)
@@ -324,8 +303,8 @@ class LedgerBuilder:
             self._todos = clip(todos, TODO_CHARS)
         if not isinstance(name, str):
             return None
-        if name in _EDITOR_TOOLS:
-            path = _first(tool_input, _EDITOR_PATH_KEYS)
+        if name in EDITOR_TOOLS:
+            path = first(tool_input, EDITOR_PATH_KEYS)
             if path is not None:
                 (self._read if tool_input.get("command") == "view" else self._edited).add(
                     path, normalize_path(path)
@@ -333,18 +312,18 @@ class LedgerBuilder:
             return path
         keys = self._edit_tools.get(name)
         if keys is not None:
-            path = _first(tool_input, keys)
+            path = first(tool_input, keys)
             if path is not None:
                 self._edited.add(path, normalize_path(path))
             return path
-        if _PATCH_WORD in name.casefold():
+        if PATCH_WORD in name.casefold():
             for value in tool_input.values():
                 if isinstance(value, str):
                     self._patched(value)
             return None
         keys = self._read_tools.get(name)
         if keys is not None:
-            path = _first(tool_input, keys)
+            path = first(tool_input, keys)
             if path is not None:
                 self._read.add(path, normalize_path(path))
             return path
@@ -357,7 +336,7 @@ class LedgerBuilder:
         if isinstance(command, list) and all(isinstance(word, str) for word in command):
             if command and command[0] == "apply_patch" and len(command) == 2:
                 self._patched(command[1])
-            line = _script(command)
+            line = script(command)
         elif isinstance(command, str):
             line = command
         else:
@@ -391,7 +370,7 @@ class LedgerBuilder:
             kind = block.get("type")
             if kind == "tool_result":
                 call = self._pending.pop(block.get("tool_use_id"), None)
-                texts = _result_texts(block.get("content"))
+                texts = result_texts(block.get("content"))
                 for inner in texts:
                     self._text(inner, own=False, answers=False)
                 if call is not None:
@@ -492,54 +471,6 @@ def _task_text(blocks: list[Any]) -> str:
             return clip(element, TASK_CHARS)
     own = [words for words in map(own_words, texts) if words is not None]
     return clip("\n\n".join(own), TASK_CHARS)
-
-
-def _result_texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    if not isinstance(content, list):
-        return []
-    return [
-        block["text"]
-        for block in content
-        if isinstance(block, dict)
-        and block.get("type") == "text"
-        and isinstance(block.get("text"), str)
-    ]
-
-
-def _first(tool_input: Mapping[str, Any], keys: Sequence[str]) -> str | None:
-    for key in keys:
-        value = tool_input.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
-def _script(argv: list[str]) -> str:
-    """A command given as argv, as one line: the script of ``bash -lc SCRIPT``, else joined."""
-    if (
-        len(argv) == 3
-        and argv[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh")
-        and argv[1]
-        in (
-            "-c",
-            "-lc",
-        )
-    ):
-        return argv[2]
-    return shlex.join(argv)
-
-
-def _describe(name: Any, what: str | None, tool_input: Any) -> str:
-    label = name if isinstance(name, str) else "?"
-    if what is None:
-        try:
-            what = json.dumps(tool_input, ensure_ascii=False, sort_keys=True, default=str)
-        except (TypeError, ValueError):
-            what = ""
-    detail = clip(" ".join(what.split()), CALL_CHARS)
-    return f"{label} {detail}".strip()
 
 
 def build_ledger(history: Sequence[Message], end: int | None = None) -> Ledger:
