@@ -12,7 +12,8 @@ What counts as each item is read from the full history by windowkeeper's ledger
 (:class:`~windowkeeper.session._ledger.LedgerBuilder`, no model), the same items for every
 policy. Each item must appear verbatim, up to whitespace (runs of spaces and line breaks are one
 space, so an indented quote counts) and path separators (``\\`` as ``/``). An item the ledger
-clipped counts by its unclipped part.
+clipped counts by its unclipped part; a long instruction it kept by its head and tail counts when
+both are there (the whole message, or the ledger's copy).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ __all__ = ["FoldCheck", "Frontier", "FrontierCheck", "TodoTracker", "request_tex
 _ELLIPSIS = "…"
 _TODO_TOOLS = ("todowrite", "update_plan", "update_todo_list", "todo_write", "todo")
 _TODO_KEYS = ("task_progress", "todos", "plan")
+_CUT = re.compile(r"\n\[… [\d,]+ characters cut here …\]\n")
+"""The line :func:`~windowkeeper.session._ledger_text.head_and_tail` puts between a head and a tail."""
 _ROO_TODO = re.compile(r"<update_todo_list>\s*<todos>(.*?)</todos>", re.DOTALL)
 
 
@@ -145,6 +148,13 @@ def _needle(item: str) -> str:
     return _normal(item.removesuffix(_ELLIPSIS))
 
 
+def _carries(haystack: str, item: str) -> bool:
+    """Whether ``haystack`` holds ``item`` as the ledger keeps it: whole; clipped, by the part
+    before the ellipsis; a long one kept by its head and tail, by both (so the message itself,
+    sent whole, counts, and so does the ledger's copy; a head alone does not)."""
+    return all(_needle(part) in haystack for part in _CUT.split(item))
+
+
 class Frontier:
     """Follows one replay's history and checks requests against its frontier."""
 
@@ -163,7 +173,7 @@ class Frontier:
         haystack = request_text(messages, self._texts)
         latest = ledger.latest_instruction
         return FoldCheck(
-            instruction=latest is None or _needle(latest) in haystack,
+            instruction=latest is None or _carries(haystack, latest),
             files=all(_needle(path) in haystack for path in ledger.files_edited),
             todo=all(_needle(item) in haystack for item in self._todo.items),
         )
@@ -176,6 +186,6 @@ class Frontier:
         haystack = request_text(messages, self._texts)
         task = not ledger.task or _needle(ledger.task) in haystack
         latest = ledger.latest_instruction
-        instruction = latest is None or _needle(latest) in haystack
+        instruction = latest is None or _carries(haystack, latest)
         files = all(_needle(path) in haystack for path in ledger.files_edited)
         return FrontierCheck(task, instruction, files)

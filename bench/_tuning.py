@@ -5,10 +5,12 @@ traces choose each setting, and the held-out trace reports what the choice gives
 setting is swept alone, the others at their defaults:
 
 - ``in_band_at``: the share of the limit past which an in-band session asks for a summary;
-- the verbatim tail a fold keeps (``keep_recent_tokens``), as a share of the limit (at most
-  8,000 tokens, as the default);
-- the continuation's budget, as a share of the limit (the session's ``_BUDGET_SHARE``, set
-  for the replay only: it is not an argument).
+- the verbatim tail a fold keeps by default, as a share of the room (what the limit leaves
+  beside the system prompt, tools and messages 0-1; at most 8,000 tokens): the session's
+  ``_KEEP_SHARE``;
+- the continuation's budget, as a share of the room (the session's ``_BUDGET_SHARE``).
+
+The two shares are module constants, set for the replay only: they are not arguments.
 
 A candidate is *admissible* on a set of traces when, on every one of their settings (each
 window), the in-band session sends nothing over the window, refuses nothing the default
@@ -16,7 +18,10 @@ session sends, asks on no request that folded, and carries the latest instructio
 edited file and the latest todo state after every fold. Among the admissible candidates the
 choice is the one with the lowest median billed cost against cline's auto-condense over those
 settings; ties go to the lower maximum, then to the current default. With none admissible,
-the candidate with the fewest failed settings is taken, then by cost as above.
+the candidate with the fewest failed settings is taken, then by cost as above. The default
+moves to the value most folds pick only when, held out, the choices beat the default (a lower
+median over the held-out traces): a value that wins on the other traces but not on the one
+left out does not generalize.
 """
 
 from __future__ import annotations
@@ -35,19 +40,15 @@ from windowkeeper.session import _compaction
 __all__ = ["SWEEPS", "Tuning", "format_tuning", "tune"]
 
 DEFAULT_AT = 0.85
-DEFAULT_KEEP = 0.25
-DEFAULT_BUDGET = 0.25
-KEEP_CAP = 8_000
+DEFAULT_KEEP = _compaction._KEEP_SHARE
+DEFAULT_BUDGET = _compaction._BUDGET_SHARE
 SWEEPS: dict[str, tuple[float, ...]] = {
     "in_band_at": (0.75, 0.8, 0.85, 0.9, 0.95),
-    "keep_recent_tokens share": (0.15, 0.25, 0.35),
-    "continuation budget share": (0.15, 0.25, 0.35),
+    "verbatim tail share of the room": (0.1, 0.15, 0.25, 0.35),
+    "continuation budget share of the room": (0.1, 0.15, 0.25, 0.35),
 }
-DEFAULTS = {
-    "in_band_at": DEFAULT_AT,
-    "keep_recent_tokens share": DEFAULT_KEEP,
-    "continuation budget share": DEFAULT_BUDGET,
-}
+KEEP, BUDGET = "verbatim tail share of the room", "continuation budget share of the room"
+DEFAULTS = {"in_band_at": DEFAULT_AT, KEEP: DEFAULT_KEEP, BUDGET: DEFAULT_BUDGET}
 Runs = dict[tuple[str, int, str], Run]
 
 
@@ -55,23 +56,22 @@ IN_BAND_NOTE = "Why the library keeps 0.85: the cost objective rewards asking le
 
 
 @contextlib.contextmanager
-def _budget(share: float) -> Iterator[None]:
-    """The continuation budget share for the replays inside (restored after)."""
-    saved = _compaction._BUDGET_SHARE
-    _compaction._BUDGET_SHARE = share
+def _shares(keep: float, budget: float) -> Iterator[None]:
+    """The tail and continuation shares of the room for the replays inside (restored after)."""
+    saved = _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE
+    _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE = keep, budget
     try:
         yield
     finally:
-        _compaction._BUDGET_SHARE = saved
+        _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE = saved
 
 
 def _replay(case: Case, choice: WindowChoice, setting: str, value: float) -> Run:
     settings: dict[str, float | int] = {}
     if setting == "in_band_at":
         settings["in_band_at"] = value
-    elif setting == "keep_recent_tokens share":
-        settings["keep_recent_tokens"] = min(KEEP_CAP, int(choice.info.max_allowed_size * value))
-    with _budget(value if setting == "continuation budget share" else DEFAULT_BUDGET):
+    keep = value if setting == KEEP else DEFAULT_KEEP
+    with _shares(keep, value if setting == BUDGET else DEFAULT_BUDGET):
         return run(case, choice, WK_INBAND, settings=settings, strict=False)
 
 
@@ -169,7 +169,9 @@ def format_tuning(tuning: Tuning) -> list[str]:
         " latest instruction, every edited file and the latest todo state after every fold;"
         " among the admissible ones the lowest median billed cost against cline auto-condense"
         " wins (ties: the lower maximum, then the current default); with none admissible, the"
-        " fewest failed settings first. The demo conversation takes no part.",
+        " fewest failed settings first. The default moves to the value most folds pick only"
+        " when, held out, the choices beat the default's median. The demo conversation takes"
+        " no part.",
         "",
     ]
     for setting, values in SWEEPS.items():
@@ -207,14 +209,19 @@ def format_tuning(tuning: Tuning) -> list[str]:
         for trace in tuning.traces:
             counts[tuning.choose(setting, [t for t in tuning.traces if t != trace])] += 1
         majority = max(values, key=lambda value: (counts[value], value == default))
-        verdict = (
-            f"the procedure keeps the default, {default:g}"
-            if majority == default
-            else f"the procedure picks {majority:g}, not the current default {default:g}"
-        )
         if not held or not held_default:
             lines += ["", "No setting had a cline-condense cost to compare with.", ""]
             continue
+        generalizes = statistics.median(held) < statistics.median(held_default)
+        if majority == default:
+            verdict = f"the procedure keeps the default, {default:g}"
+        elif not generalizes:
+            verdict = (
+                f"most folds pick {majority:g}, but held out the choices do no better than the"
+                f" default: the procedure keeps {default:g}"
+            )
+        else:
+            verdict = f"the procedure picks {majority:g}, not the current default {default:g}"
         lines += [
             "",
             "Leave one trace out: " + "; ".join(picks) + ".",
@@ -226,6 +233,6 @@ def format_tuning(tuning: Tuning) -> list[str]:
             f" {verdict}.",
             "",
         ]
-        if setting == "in_band_at" and majority != default:
+        if setting == "in_band_at" and majority != default and generalizes:
             lines += [IN_BAND_NOTE, ""]
     return lines

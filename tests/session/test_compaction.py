@@ -12,6 +12,7 @@ import pytest
 
 from windowkeeper import ConfigurationError, ContextSession, TokenUsage, validate_messages
 from windowkeeper.session._ledger import LEDGER_HEADING, build_ledger
+from windowkeeper.session._ledger_text import TASK_ABOVE
 from windowkeeper.session._summary import SummaryRequest
 from windowkeeper.session.steps import SummarizeTurns, default_steps
 from windowkeeper.session.steps._summarize import LedgerUpTo
@@ -94,7 +95,9 @@ class TestLedgerOnly:
             assert request.messages[:2][0]["content"] == TASK["content"]
             text = _continuation(request)
             assert text is not None, "the continuation follows messages 0-1"
-            assert "Port the parser to v2." in text
+            # the task is in message 0, right above: the ledger names it, not repeats it
+            assert TASK_ABOVE in text
+            assert "Port the parser to v2." not in text
 
     def test_task_frontier_is_kept(self) -> None:
         """After a fold every request carries the task, the latest instruction, each edited file."""

@@ -348,13 +348,22 @@ class TestSummarizerContract:
 
 
 class TestArguments:
-    def test_the_tail_defaults_to_a_quarter_of_the_limit(self) -> None:
+    @pytest.mark.parametrize("task_chars", [30, 24_000])
+    def test_the_tail_and_the_budget_are_shares_of_the_room(self, task_chars: int) -> None:
+        """A quarter of what the limit leaves beside messages 0-1 (and the prompt): a task that
+        takes most of the limit leaves a short tail and a short continuation, not a quarter of
+        the limit each."""
         session = _session(20_000, summarize=True)
-        session.append(TASK)
+        session.append({"role": "user", "content": "<task>" + "p" * task_chars + "</task>"})
         session.extend(_call(0, 100))
         session.prepare()
-        assert session._compaction is not None
-        assert session._compaction.step.keep == int(session.window.max_allowed_size) // 4
+        compaction = session._compaction
+        assert compaction is not None
+        head = true_tokens(list(session.history[:2]))
+        room = session.window.max_allowed_size - head
+        assert head < 40 if task_chars == 30 else head > 5_000
+        assert compaction.step.keep == int(room / 4)
+        assert compaction.step.budget_chars == int(room / 4 * 3)
 
     @pytest.mark.parametrize(
         ("options", "message"),
@@ -599,3 +608,42 @@ def test_a_model_that_thinks_on_every_turn_still_gets_summaries() -> None:
         if "summarize" in _steps(request):
             assert request.messages[3]["content"][0]["type"] == "thinking"
     assert calls
+
+
+class TestFoldNoLargerThanTruncation:
+    """A fold sends no more than plain truncation would at the same point: its verbatim tail
+    and its continuation together fit in what truncation keeps, so ledger-only compaction is
+    never dearer than hiding turns."""
+
+    WORDS = "Keep the public names of the parser module; " * 120
+    HISTORY: tuple[dict[str, Any], ...] = (
+        TASK,
+        *_call(0, 600),
+        {"role": "assistant", "content": "Read it."},
+        {"role": "user", "content": WORDS},
+        *itertools.chain.from_iterable(_call(turn, 5_000) for turn in range(1, 14)),
+    )
+
+    def _prepared(self, **options: Any) -> tuple[ContextSession, Any]:
+        session = _session(20_000, **options)
+        session.extend(self.HISTORY)
+        return session, session.prepare()
+
+    def test_a_long_tail_asked_for_gives_way(self) -> None:
+        """With 8,000 tokens of tail asked for and a long instruction in the ledger, the tail
+        (2, 18) would leave the request larger than truncation's: the fold cuts two messages
+        deeper, and the request is no larger than the default session's."""
+        plain, plain_request = self._prepared()
+        folded, request = self._prepared(summarize=True, keep_recent_tokens=8_000)
+        assert plain.deleted_range == (2, 15)
+        assert folded.deleted_range == (2, 20)
+        assert _steps(request) == ["summarize"]
+        assert true_tokens(request.messages) <= true_tokens(plain_request.messages)
+        assert self.WORDS.strip() in json.dumps(request.messages)
+        _valid(request)
+
+    def test_a_short_tail_is_kept_as_it_is(self) -> None:
+        """A tail that already fits is not cut further."""
+        folded, request = self._prepared(summarize=True, keep_recent_tokens=1_000)
+        assert folded.deleted_range == (2, 28)
+        _valid(request)

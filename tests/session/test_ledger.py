@@ -21,6 +21,7 @@ from windowkeeper.session._ledger import (
     normalized,
     render_ledger,
 )
+from windowkeeper.session._ledger_text import INSTRUCTION_ABOVE, TASK_ABOVE
 from windowkeeper.session._native_reads import normalize_path
 
 from ..strategies import TR, A, T, U, conversations
@@ -550,6 +551,89 @@ class TestMachinery:
         text = "Fix the bug.\n<system-reminder>\nx\n</system-reminder>\nThen run the tests."
         ledger = build_ledger([U("task"), A("a"), U(text)])
         assert ledger.latest_instruction == "Fix the bug.\n\nThen run the tests."
+
+
+class TestTextCommands:
+    """An agent without native tools that ends its message with a fenced command (SWE-agent,
+    mini-swe-agent): the next user message is the command's output, not an instruction."""
+
+    ISSUE = "Solve this issue: the Pixel Representation element should be optional."
+    OUTPUT = "Traceback (most recent call last):\n  File 'a.py', line 3\n(Open file: a.py)\nbash-$"
+
+    @pytest.mark.parametrize(
+        ("said", "instructions", "latest"),
+        [
+            # a bare fence, a shell's fence: the harness runs it, the output is no instruction
+            ("Let's run it.\n\n```\npython a.py\n```", (ISSUE,), ISSUE),
+            ("Run:\n```bash\npython a.py\n```\n", (ISSUE,), ISSUE),
+            # a multi-line command (SWE-agent's edit) is one block
+            ("Fix:\n```\nedit 1:1\nx = 1\nend_of_edit\n```", (ISSUE,), ISSUE),
+            # code shown to the reader, or text after the block: the user answers
+            ("Here it is:\n```python\nprint(1)\n```", (ISSUE, OUTPUT), OUTPUT),
+            ("```\npython a.py\n```\nTell me what it prints.", (ISSUE, OUTPUT), OUTPUT),
+            ("No command here.", (ISSUE, OUTPUT), OUTPUT),
+            ("Inline ```ls``` only", (ISSUE, OUTPUT), OUTPUT),
+        ],
+    )
+    def test_what_the_ledger_records(
+        self, said: str, instructions: tuple[str, ...], latest: str
+    ) -> None:
+        """Exactly which user texts are instructions after each kind of assistant text."""
+        history = [U("demonstration"), U(self.ISSUE), A(said), U(self.OUTPUT)]
+        ledger = build_ledger(history)
+        assert ledger.instructions == instructions
+        assert ledger.latest_instruction == latest
+
+    def test_only_the_next_message_is_output(self) -> None:
+        """After the output, the user's next message (no command before it) is theirs."""
+        history = [U("task"), A("Run:\n```\nls\n```"), U(self.OUTPUT), A("Done."), U("Now test.")]
+        assert build_ledger(history).instructions == ("Now test.",)
+
+    def test_an_agent_with_native_tools_shows_code(self) -> None:
+        """Once the history has a native tool call, fenced blocks are code shown, not run."""
+        history = [
+            U("task"),
+            A([call("1", "Bash", command="ls")]),
+            U([TR("1", "a.py")]),
+            A("Try this yourself:\n```\npython a.py\n```"),
+            U("It printed 3; make it print 4."),
+        ]
+        assert build_ledger(history).latest_instruction == "It printed 3; make it print 4."
+
+    def test_the_users_tagged_words_in_an_output(self) -> None:
+        """Words the harness wraps as the user's are read even in a command's output."""
+        history = [U("task"), A("```\nls\n```"), U("a.py\n<feedback>\nUse b.py.\n</feedback>")]
+        assert build_ledger(history).latest_instruction == "Use b.py."
+
+    @pytest.mark.parametrize(
+        "text", ["OBSERVATION:\nfile a.py", "Observation: 3 files", "EXECUTION RESULT of [cmd]:"]
+    )
+    def test_observation_texts_are_not_instructions(self, text: str) -> None:
+        """A harness's marked observation is its output, whatever came before it."""
+        assert build_ledger([U("task"), A("a"), U(text)]).instructions == ()
+
+
+class TestRenderedAfterTheFirstPair:
+    """A ledger sent right after messages 0-1 names what they hold instead of repeating it."""
+
+    ISSUE = "Solve this issue: the Pixel Representation element should be optional."
+
+    def test_task_and_an_instruction_in_message_1_are_named(self) -> None:
+        ledger = build_ledger([U("demonstration"), U(self.ISSUE), A("```\nls\n```"), U("a.py")])
+        assert ledger.latest_instruction_at == 1
+        text = render_ledger(ledger, task=False)
+        assert TASK_ABOVE in text
+        assert INSTRUCTION_ABOVE in text
+        assert self.ISSUE not in text
+        assert "demonstration" not in text
+        assert self.ISSUE in render_ledger(ledger)
+
+    def test_a_later_instruction_is_quoted(self) -> None:
+        ledger = build_ledger([U("task"), A("a"), U(self.ISSUE)])
+        assert ledger.latest_instruction_at == 2
+        text = render_ledger(ledger, task=False)
+        assert f"Latest user instruction: {self.ISSUE}" in text
+        assert INSTRUCTION_ABOVE not in text
 
 
 class TestLongInstruction:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from windowkeeper import MalformedMessageError, validate_messages
 from windowkeeper.core._condense import SUMMARY_SECTIONS
 from windowkeeper.session._ledger import LEDGER_HEADING, Ledger, build_ledger, missing_items
+from windowkeeper.session._ledger_text import TASK_ABOVE
 from windowkeeper.session._summary import (
     SummaryRequest,
     checked_summary,
@@ -199,13 +201,17 @@ class TestContinuation:
         text = continuation(summary, LEDGER)
         assert "No summary of them is available" in text
         assert LEDGER_HEADING in text
-        assert missing_items(text, LEDGER) == []
+        assert missing_items(text, replace(LEDGER, task="")) == []
+        assert TASK_ABOVE in text
 
     @EXAMPLES
     @given(conversations(max_size=16), st.text(max_size=40))
     def test_always_carries_the_must_keep_items(
         self, history: list[dict[str, Any]], summary: str
     ) -> None:
-        """Whatever the summary says, the continuation carries the task, edits and instruction."""
+        """Whatever the summary says, the continuation carries the edits and the instruction,
+        and names the task, which the first message (sent before it) holds."""
         ledger = build_ledger(history)
-        assert missing_items(continuation(summary, ledger), ledger) == []
+        text = continuation(summary, ledger)
+        assert missing_items(text, replace(ledger, task="")) == []
+        assert TASK_ABOVE in text

@@ -162,6 +162,20 @@ def test_report_renders(tmp_path: Path) -> None:
 
 
 class TestCompactionFigures:
+    def test_a_long_instruction_counts_by_its_head_and_tail(self) -> None:
+        """The judge of "verbatim": the whole message counts, so does the ledger's head and
+        tail; a head alone, or another text, does not."""
+        from _frontier import _carries, _normal
+        from windowkeeper.session._ledger_text import head_and_tail
+
+        words = "Fix the build. " + "log line 1234\n" * 1000 + "Then deploy it to staging."
+        kept = head_and_tail(words, 8_000)
+        assert _carries(_normal(words), kept)
+        assert _carries(_normal(f"x {kept} y"), kept)
+        assert not _carries(_normal(words[:9_000]), kept)
+        assert not _carries(_normal("Fix the build. Then deploy it to staging."), kept)
+        assert _carries(_normal("so: fix it now…"), "fix it now…")
+
     def test_todo_state_is_the_latest_call(self) -> None:
         """Cline's task_progress, a todo tool and Roo Code's XML each give the latest items."""
         from _frontier import TodoTracker

@@ -27,7 +27,9 @@ SUMMARY_REPLY_KINDS = frozenset({"text", "thinking", "redacted_thinking"})
 _POOR_SHARE = 0.1  # a fold that frees less than this share of the request frees little
 _POOR_FOLDS = 2  # this many such folds in a row pause asking for summaries
 _DECLINED = 2  # this many in-band asks answered otherwise in a row: no more asks until a fold
-_BUDGET_SHARE = 0.25  # of the limit, the most a continuation may take (in tokens)
+_BUDGET_SHARE = 0.25  # of the room, the most a continuation may take (in tokens)
+_KEEP_SHARE = 0.25  # of the room, the verbatim tail a fold keeps by default (in tokens)
+_MIN_ROOM_SHARE = 0.1  # the room is taken as at least this share of the limit
 _MIN_BUDGET_CHARS = 1_200
 
 
@@ -78,24 +80,38 @@ class Compaction:
     on the request itself (ignored by out-of-band and ledger-only steps).
     """
 
-    __slots__ = ("in_band_at", "step")
+    __slots__ = ("_head", "_head_key", "in_band_at", "step")
 
     def __init__(self, step: SummarizeTurns, *, in_band_at: float = 0.85) -> None:
         self.step = step
         self.in_band_at = in_band_at
+        self._head = 0  # memo: the tokens of the request's fixed head (see configure)
+        self._head_key: object = None
 
     @property
     def in_band(self) -> bool:
         """Whether summaries are asked for on the request itself."""
         return self.step.in_band
 
-    def configure(self, limit: float) -> None:
-        """Size for a window of ``limit``: the verbatim tail (a quarter of the limit, at most
-        8,000 tokens) and the continuation's budget (a quarter of the limit, in characters at a
-        conservative three a token)."""
+    def configure(
+        self, limit: float, head: Callable[[], int] | None = None, key: object = None
+    ) -> None:
+        """Size for a window of ``limit``: the verbatim tail (:data:`_KEEP_SHARE` of the room,
+        at most 8,000 tokens) and the continuation's budget (:data:`_BUDGET_SHARE` of the room,
+        in characters at a conservative three a token).
+
+        The room is what the limit leaves beside the request's fixed head: the system prompt,
+        the tools, the output reserve and messages 0-1, which every request sends (``head``
+        measures it, remembered while ``key`` is unchanged). The tail and the continuation
+        compete with the conversation for that room only: sized on the whole limit, they take
+        all of it when the head is large, and every request after a fold must shrink again.
+        """
+        if head is not None and key != self._head_key:
+            self._head, self._head_key = head(), key
+        room = max(limit - self._head, limit * _MIN_ROOM_SHARE)
         wanted = self.step.keep_recent_tokens
-        self.step.keep = wanted if wanted is not None else min(8_000, int(limit) // 4)
-        self.step.budget_chars = max(_MIN_BUDGET_CHARS, int(limit * _BUDGET_SHARE * 3))
+        self.step.keep = wanted if wanted is not None else min(8_000, int(room * _KEEP_SHARE))
+        self.step.budget_chars = max(_MIN_BUDGET_CHARS, int(room * _BUDGET_SHARE * 3))
 
     def tightened(
         self, state: SessionState, history: Sequence[Message], excess: int

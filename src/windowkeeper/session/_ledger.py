@@ -10,7 +10,9 @@ from the messages themselves, so it is exact, reproducible and free. It lists
   results or the agent's own boilerplate (``<environment_details>``, ``[TASK RESUMPTION]``, ...);
   A user's text after tool results in the same message (a tool_result block, or a Cline
   result text) is an instruction too; the agent's own texts (``<system-reminder>``, Claude
-  Code's continuation notice and interruption markers, Cline's notices) are not;
+  Code's continuation notice and interruption markers, Cline's notices) are not, nor is the
+  output of a command an agent without native tools ran by ending its message with a fenced
+  block (SWE-agent); which texts are the user's is decided in :mod:`._user_words`;
 - the files read and the files edited, from native tool calls (``read_file``, ``Read``,
   ``str_replace_editor``, ``write_to_file``, ``Edit``, shell reads such as ``cat FILE``), from
   the patch texts of ``apply_patch``-style tools and the redirections, ``tee`` and ``sed -i`` of
@@ -28,14 +30,13 @@ longer than :data:`INSTRUCTION_CHARS` keeps its head and its tail, with a note o
 A :class:`LedgerBuilder` reads one message at a time (``feed``), so a session can keep its
 ledger up to date on every append at the cost of the new message only; :func:`build_ledger`
 feeds a whole history. Nothing here modifies a message. The ledger's text and the must-keep
-check live in :mod:`windowkeeper.session._ledger_text` and are re-exported here.
+check live in :mod:`windowkeeper.session._ledger_text` and are re-exported here; the tool
+tables in :mod:`windowkeeper.session._ledger_tools`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -55,9 +56,20 @@ from ._ledger_text import (
     normalized,
     render_ledger,
 )
+from ._ledger_tools import (
+    DEFAULT_EDIT_TOOLS,
+    EDITOR_PATH_KEYS,
+    EDITOR_TOOLS,
+    PATCH_WORD,
+    describe,
+    first,
+    result_texts,
+    script,
+)
 from ._native_reads import DEFAULT_READ_TOOLS, DEFAULT_SHELL_TOOLS, normalize_path
 from ._native_results import _RESULT_HEADER, _same_tool
 from ._shell_reads import shell_read_path
+from ._user_words import issues_command, own_words, tagged_words, task_element
 from ._work_items import result_failed, todo_state
 from ._writes import patch_paths, shell_write_paths
 
@@ -84,107 +96,20 @@ COMMAND_CHARS = 300
 """Each shell command is kept up to this many characters."""
 INTENT_CHARS = 600
 """The assistant's last statement is kept up to this many characters."""
-CALL_CHARS = 160
-"""An unanswered call is described in up to this many characters."""
 TODO_CHARS = 4_000
 """The latest todo / plan list is kept up to this many characters."""
 ERROR_CHARS = 600
 """The last unresolved error is kept up to this many characters."""
 
-DEFAULT_EDIT_TOOLS: Mapping[str, tuple[str, ...]] = {
-    "write_to_file": ("path", "absolutePath"),  # Cline
-    "replace_in_file": ("path", "absolutePath"),  # Cline
-    "Write": ("file_path",),  # Claude Code
-    "Edit": ("file_path",),
-    "MultiEdit": ("file_path",),
-    "NotebookEdit": ("notebook_path",),
-    "write_file": ("file_path", "path"),  # Gemini CLI, generic
-    "replace": ("file_path", "path"),  # Gemini CLI
-    "edit_file": ("target_file", "path", "file_path"),
-    "create_file": ("path", "file_path"),
-    "apply_diff": ("path",),  # Roo
-    "insert_content": ("path",),
-    "search_and_replace": ("path",),
-    "write": ("filePath", "file_path", "path"),  # OpenCode
-    "edit": ("filePath", "file_path", "path"),
-    "multiedit": ("filePath", "file_path", "path"),
-}
-"""Tool name -> the input keys that may hold the path, for tools that change a file."""
-
-# Editor tools whose ``command`` says whether they read or change the file.
-_EDITOR_TOOLS = frozenset(
-    {"str_replace_editor", "str_replace_based_edit_tool", "text_editor", "file_editor"}
-)
-_EDITOR_PATH_KEYS = ("path", "file_path")
-# Tools whose input is a patch text (Codex "input", OpenCode "patchText"): the patch names the
-# files. A tool counts when its name says "patch"; every string value is read.
-_PATCH_WORD = "patch"
 # Tools whose results are file contents or listings: the user's words are not looked for there.
 _CONTENT_TOOLS = frozenset({READ_TOOL, "search_files", "list_files", "list_code_definition_names"})
 _COMMAND_TOOL = "execute_command"  # Cline's result header names the command it ran
-
-# Texts the agent writes into user messages: never the user's own words.
-_MACHINERY = (
-    "<environment_details>",
-    "<environment_context>",
-    "<user_instructions>",
-    "<system-reminder>",
-    "This session is being continued from a previous conversation",
-    "[Request interrupted by user",
-    "<user-prompt-submit-hook>",
-    "<bash-stdout>",
-    "<bash-stderr>",
-    "<turn_aborted>",
-    "<command-name>",
-    "<command-message>",
-    "<local-command-",
-    "Caveat: The messages below were generated",
-    "[TASK RESUMPTION]",
-    "[ERROR]",
-    "[Response interrupted",
-    "[windowkeeper:",
-    "# TODO LIST UPDATE REQUIRED",
-    "# task_progress",
-    "Files attached by the user:",
-    "(The user did not provide",
-    # Cline's notices after a tool result
-    "The user has provided feedback on the results",
-    "The user denied this operation",
-    "The user approved this operation",
-    "[The user has switched to",
-    "Tool [",
-    "Skipping tool",
-    "Command failed with exit code",
-    "Command executed",
-    "New instructions for task continuation",
-    "New message to respond to with",
-    "The user provided the following feedback",
-)
-# Elements the agent inserts into a user's text: removed before the text is read.
-_INSERTED = ("system-reminder", "environment_details", "user-prompt-submit-hook")
-
-
-@cache
-def _user_words() -> re.Pattern[str]:
-    # Where Cline puts the user's own words inside its texts.
-    return re.compile(r"<(feedback|answer|user_message)>\n?(.*?)\n?</\1>", re.DOTALL)
 
 
 @cache
 def _roo_header() -> re.Pattern[str]:
     # Roo Code adds a sentence inside the brackets of some headers
     return re.compile(r"\[([^\s\]]+) for '([^'\n]*)'[^\]\n]*\] Result:")
-
-
-@cache
-def _task_element() -> re.Pattern[str]:
-    return re.compile(r"<task>\n?(.*?)\n?</task>", re.DOTALL)
-
-
-@cache
-def _inserted() -> re.Pattern[str]:
-    tags = "|".join(map(re.escape, _INSERTED))
-    return re.compile(rf"<({tags})>.*?(?:</\1>|\Z)", re.DOTALL)
 
 
 @dataclass(slots=True)
@@ -232,7 +157,10 @@ class LedgerBuilder:
         "_intent",
         "_last_role",
         "_latest",
+        "_latest_at",
         "_ledger",
+        "_native",
+        "_observes",
         "_pending",
         "_read",
         "_read_tools",
@@ -255,6 +183,7 @@ class LedgerBuilder:
         self._task = ""
         self._instructions = _Ordered()
         self._latest: str | None = None
+        self._latest_at: int | None = None  # the message the latest instruction is in
         self._read = _Ordered()
         self._edited = _Ordered()
         self._commands = _Ordered()
@@ -264,6 +193,8 @@ class LedgerBuilder:
         self._todos: str | None = None
         self._error: tuple[str, str] | None = None  # (call key, description)
         self._ledger: Ledger | None = Ledger()
+        self._native = False  # a native tool call was seen: fenced blocks are not commands
+        self._observes = False  # the next user message is the output of a text command
 
     @property
     def count(self) -> int:
@@ -276,11 +207,13 @@ class LedgerBuilder:
             edit_tools=self._edit_tools, read_tools=self._read_tools, shell_tools=self._shell_tools
         )
         twin._count, twin._task, twin._latest = self._count, self._task, self._latest
+        twin._latest_at = self._latest_at
         twin._instructions, twin._read = self._instructions.copy(), self._read.copy()
         twin._edited, twin._commands = self._edited.copy(), self._commands.copy()
         twin._pending = dict(self._pending)
         twin._intent, twin._last_role, twin._ledger = self._intent, self._last_role, self._ledger
         twin._todos, twin._error = self._todos, self._error
+        twin._native, twin._observes = self._native, self._observes
         return twin
 
     def feed(self, message: Mapping[str, Any]) -> None:
@@ -305,7 +238,8 @@ class LedgerBuilder:
             if index == 0 or (index == 1 and self._last_role == "assistant"):
                 self._task = _task_text(blocks)  # after a greeting, message 1 is the task
             else:
-                self._user(blocks)
+                self._user(blocks, output=self._observes)
+            self._observes = False
         self._last_role = role
 
     def extend(self, messages: Iterable[Mapping[str, Any]]) -> None:
@@ -325,6 +259,7 @@ class LedgerBuilder:
                 unanswered=tuple(call.description for call in self._pending.values()),
                 intent=self._intent,
                 latest_instruction=self._latest,
+                latest_instruction_at=self._latest_at,
                 messages=self._count,
                 todos=self._todos,
                 last_error=None if self._error is None else self._error[1],
@@ -336,25 +271,30 @@ class LedgerBuilder:
     def _assistant(self, blocks: list[Any]) -> None:
         if self._last_role != "assistant":
             self._pending = {}  # a new turn: earlier calls were answered or abandoned
+        last_text = ""
         for block in blocks:
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
             if kind == "text":
                 text = block.get("text")
+                last_text = text if isinstance(text, str) else ""
                 if isinstance(text, str) and text.strip():
                     self._intent = clip(text, INTENT_CHARS)
                     for tool, parameters in xml_tool_calls(text):
                         self._call(tool, parameters)
             elif kind == "tool_use":
+                self._native = True
                 name, tool_input = block.get("name"), block.get("input")
                 what = self._call(name, tool_input if isinstance(tool_input, dict) else {})
                 call_id = block.get("id")
                 if call_id is not None:
                     label = name if isinstance(name, str) else "?"
                     self._pending[call_id] = _Call(
-                        name, _describe(name, what, tool_input), f"{label} {what or ''}".strip()
+                        name, describe(name, what, tool_input), f"{label} {what or ''}".strip()
                     )
+        # the harness runs a fenced command the message ends with (see _user_words)
+        self._observes = not self._native and issues_command(last_text)
 
     def _call(self, name: Any, tool_input: Mapping[str, Any]) -> str | None:
         """Record what a tool call reads, edits or runs; the path or command it names, if any."""
@@ -363,8 +303,8 @@ class LedgerBuilder:
             self._todos = clip(todos, TODO_CHARS)
         if not isinstance(name, str):
             return None
-        if name in _EDITOR_TOOLS:
-            path = _first(tool_input, _EDITOR_PATH_KEYS)
+        if name in EDITOR_TOOLS:
+            path = first(tool_input, EDITOR_PATH_KEYS)
             if path is not None:
                 (self._read if tool_input.get("command") == "view" else self._edited).add(
                     path, normalize_path(path)
@@ -372,18 +312,18 @@ class LedgerBuilder:
             return path
         keys = self._edit_tools.get(name)
         if keys is not None:
-            path = _first(tool_input, keys)
+            path = first(tool_input, keys)
             if path is not None:
                 self._edited.add(path, normalize_path(path))
             return path
-        if _PATCH_WORD in name.casefold():
+        if PATCH_WORD in name.casefold():
             for value in tool_input.values():
                 if isinstance(value, str):
                     self._patched(value)
             return None
         keys = self._read_tools.get(name)
         if keys is not None:
-            path = _first(tool_input, keys)
+            path = first(tool_input, keys)
             if path is not None:
                 self._read.add(path, normalize_path(path))
             return path
@@ -396,7 +336,7 @@ class LedgerBuilder:
         if isinstance(command, list) and all(isinstance(word, str) for word in command):
             if command and command[0] == "apply_patch" and len(command) == 2:
                 self._patched(command[1])
-            line = _script(command)
+            line = script(command)
         elif isinstance(command, str):
             line = command
         else:
@@ -418,18 +358,19 @@ class LedgerBuilder:
 
     # -- user messages: results, headers, the user's words -----------------------------------
 
-    def _user(self, blocks: list[Any]) -> None:
+    def _user(self, blocks: list[Any], *, output: bool) -> None:
         # Cline's older layout: a text that is only a result header has the result in the next
         # text. Any other text after a result (a tool_result block, a header with its result)
-        # is read as the user's words unless it is the agent's own.
-        continues = False
+        # is read as the user's words unless it is the agent's own. ``output``: the message
+        # answers a fenced command (see _user_words), so its texts are that command's output.
+        continues = output
         for block in blocks:
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
             if kind == "tool_result":
                 call = self._pending.pop(block.get("tool_use_id"), None)
-                texts = _result_texts(block.get("content"))
+                texts = result_texts(block.get("content"))
                 for inner in texts:
                     self._text(inner, own=False, answers=False)
                 if call is not None:
@@ -438,7 +379,7 @@ class LedgerBuilder:
             elif kind == "text":
                 text = block.get("text")
                 if isinstance(text, str):
-                    continues = self._text(text, own=not continues, answers=True)
+                    continues = self._text(text, own=not continues, answers=True) or output
 
     def _text(self, text: str, *, own: bool, answers: bool) -> bool:
         """Read a user text: a Cline result header, the user's words, or the agent's boilerplate.
@@ -459,11 +400,11 @@ class LedgerBuilder:
                 return not text[header.end() :].strip()  # contents: not the user's words
             own = False
         found = False
-        for match in _user_words().finditer(text):
+        for tagged in tagged_words(text):
             found = True
-            self._instruction(match.group(2))
+            self._instruction(tagged)
         if not found and own:
-            words = _own_words(text)
+            words = own_words(text)
             if words is not None:
                 self._instruction(words)
         return header is not None and not text[header.end() :].strip()
@@ -512,16 +453,7 @@ class LedgerBuilder:
         if words:
             self._instructions.add(words)
             self._latest = words
-
-
-def _own_words(text: str) -> str | None:
-    """``text`` less the elements the agent inserts, or None when what is left is the agent's."""
-    if "<" in text:
-        text = _inserted().sub("", text)
-    stripped = text.strip()
-    if not stripped or stripped.startswith(_MACHINERY):
-        return None
-    return stripped
+            self._latest_at = self._count - 1
 
 
 def _task_text(blocks: list[Any]) -> str:
@@ -534,59 +466,11 @@ def _task_text(blocks: list[Any]) -> str:
         and isinstance(block.get("text"), str)
     ]
     for text in texts:
-        match = _task_element().search(text)
-        if match is not None:
-            return clip(match.group(1), TASK_CHARS)
-    own = [words for words in map(_own_words, texts) if words is not None]
+        element = task_element(text)
+        if element is not None:
+            return clip(element, TASK_CHARS)
+    own = [words for words in map(own_words, texts) if words is not None]
     return clip("\n\n".join(own), TASK_CHARS)
-
-
-def _result_texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    if not isinstance(content, list):
-        return []
-    return [
-        block["text"]
-        for block in content
-        if isinstance(block, dict)
-        and block.get("type") == "text"
-        and isinstance(block.get("text"), str)
-    ]
-
-
-def _first(tool_input: Mapping[str, Any], keys: Sequence[str]) -> str | None:
-    for key in keys:
-        value = tool_input.get(key)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
-def _script(argv: list[str]) -> str:
-    """A command given as argv, as one line: the script of ``bash -lc SCRIPT``, else joined."""
-    if (
-        len(argv) == 3
-        and argv[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh")
-        and argv[1]
-        in (
-            "-c",
-            "-lc",
-        )
-    ):
-        return argv[2]
-    return shlex.join(argv)
-
-
-def _describe(name: Any, what: str | None, tool_input: Any) -> str:
-    label = name if isinstance(name, str) else "?"
-    if what is None:
-        try:
-            what = json.dumps(tool_input, ensure_ascii=False, sort_keys=True, default=str)
-        except (TypeError, ValueError):
-            what = ""
-    detail = clip(" ".join(what.split()), CALL_CHARS)
-    return f"{label} {detail}".strip()
 
 
 def build_ledger(history: Sequence[Message], end: int | None = None) -> Ledger:

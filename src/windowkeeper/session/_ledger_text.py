@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 __all__ = [
     "EARLIER_INSTRUCTION_CHARS",
+    "INSTRUCTION_ABOVE",
     "LEDGER_HEADING",
+    "TASK_ABOVE",
     "Ledger",
     "clip",
     "head_and_tail",
@@ -64,6 +66,8 @@ class Ledger:
     unanswered: tuple[str, ...] = ()
     intent: str | None = None
     latest_instruction: str | None = None
+    latest_instruction_at: int | None = None
+    """The index of the message the latest instruction was read from, if known."""
     messages: int = 0
     todos: str | None = None
     last_error: str | None = None
@@ -84,22 +88,42 @@ def _latest(items: tuple[str, ...], shown: int) -> tuple[list[str], int]:
     return list(items[-shown:]), max(len(items) - shown, 0)
 
 
-def render_ledger(ledger: Ledger) -> str:
+TASK_ABOVE = "Task: the first message of this conversation, above (not repeated here)"
+"""The task line of a ledger rendered after messages 0-1, which every request sends whole."""
+INSTRUCTION_ABOVE = (
+    "Latest user instruction: the second message of this conversation, above (not repeated here)"
+)
+"""Its latest-instruction line when that instruction is message 1 (a history that opens with
+two user messages, as SWE-agent's does)."""
+
+
+def render_ledger(ledger: Ledger, *, task: bool = True) -> str:
     """The ledger as compact Markdown-like text, under :data:`LEDGER_HEADING`.
 
     Everything the must-keep check looks for is shown in full (the task, every file edited, the
     latest instruction); the longer lists show their latest entries and say how many are left
-    out.
+    out. ``task=False``: for a text sent right after messages 0-1, which hold them, the task
+    and a latest instruction read from message 1 are named (:data:`TASK_ABOVE`,
+    :data:`INSTRUCTION_ABOVE`) instead of quoted.
     """
-    lines = [LEDGER_HEADING, f"Task (verbatim): {ledger.task or '(no task text)'}"]
-    instructions, earlier = _latest(ledger.instructions, _SHOWN_INSTRUCTIONS)
+    shown = f"Task (verbatim): {ledger.task or '(no task text)'}" if task else TASK_ABOVE
+    lines = [LEDGER_HEADING, shown]
+    at = ledger.latest_instruction_at
+    above = not task and at is not None and at <= 1  # the latest is message 1, sent above
+    listed = tuple(
+        text for text in ledger.instructions if not (above and text == ledger.latest_instruction)
+    )
+    instructions, earlier = _latest(listed, _SHOWN_INSTRUCTIONS)
     if instructions:
         lines.append("User instructions after the task, oldest first (verbatim):")
         if earlier:
             lines.append(f"({earlier} earlier instructions not shown)")
         lines += [f"- {_one_block(clip(text, EARLIER_INSTRUCTION_CHARS))}" for text in instructions]
     if ledger.latest_instruction is not None:
-        lines.append(f"Latest user instruction: {_one_block(ledger.latest_instruction)}")
+        if above:
+            lines.append(INSTRUCTION_ABOVE)
+        else:
+            lines.append(f"Latest user instruction: {_one_block(ledger.latest_instruction)}")
     lines.append(f"Files edited: {', '.join(ledger.files_edited) or 'none'}")
     if ledger.todos is not None:
         lines.append("Todo / plan list (latest):")

@@ -116,8 +116,9 @@ class ContextSession:
     asked on the request itself once it passes ``in_band_at`` of the limit; a summarizer
     callable, sync or async, for out-of-band summaries): it is sugar for a
     :class:`~windowkeeper.session.steps.SummarizeTurns` step, which ``steps`` may hold instead;
-    ``keep_recent_tokens`` is the verbatim tail a fold keeps (default: a quarter of the limit,
-    at most 8,000; at most half the limit); ``summarizer_timeout`` the seconds a summarizer may
+    ``keep_recent_tokens`` is the verbatim tail a fold keeps (default: a quarter of the room the
+    limit leaves beside the system prompt, tools and messages 0-1, at most 8,000; at most half
+    the limit); ``summarizer_timeout`` the seconds a summarizer may
     take before the fold goes ahead with the ledger alone (None: no limit);
     ``task_dir`` persists everything: each call that changes the session (``append``, ``extend``,
     ``record_usage``, ``prepare``, ``rollback``) has written it when it returns, so reopening the
@@ -457,7 +458,11 @@ class ContextSession:
         log = RequestLog(self._usage_trust.pending())
         # feed: an in-band summary reply is folded in, the newest results clipped on arrival
         if compaction is not None:
-            compaction.configure(limit)
+            compaction.configure(
+                limit,
+                lambda: self._requests.estimate(list(history[:2]), system, tools, reserve),
+                (*map(id, history[:2]), id(system), id(tools), reserve),
+            )
             state, adopted = compaction.adopt(state, history)
             state, resumed = compaction.resumed(state, len(history))
             log.note(adopted, resumed)

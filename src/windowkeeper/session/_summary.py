@@ -38,6 +38,7 @@ __all__ = [
     "SummaryRequest",
     "checked_summary",
     "continuation",
+    "shortest_continuation",
     "summary_instruction",
     "summary_messages",
     "summary_of",
@@ -311,11 +312,12 @@ def continuation(summary: str | None, ledger: Ledger, *, max_chars: int | None =
     With a summary: a line saying the earlier conversation was summarized, the checked summary
     (:func:`checked_summary`), then the rendered ledger. With ``summary`` None or blank (no
     summarizer, an empty reply, an error): a line saying the earlier turns were removed, then
-    the ledger alone. With ``max_chars``, the text is made to fit: the ledger's oldest
+    the ledger alone. The ledger names the task without quoting it: the continuation follows
+    messages 0-1, which every request sends whole (nothing clips them). With ``max_chars``, the text is made to fit: the ledger's oldest
     entries go first, then the summary keeps its head and tail, and only then is the whole
     text cut (its head and tail kept).
     """
-    ledger_text = render_ledger(ledger)
+    ledger_text = render_ledger(ledger, task=False)  # the first message, above, holds it
     text_of_summary = checked_summary(summary, ledger) if summary and summary.strip() else None
     if max_chars is None:
         return _joined(text_of_summary, ledger_text)
@@ -326,6 +328,12 @@ def continuation(summary: str | None, ledger: Ledger, *, max_chars: int | None =
         text_of_summary = clip_text(text_of_summary, room) if room >= _MIN_SUMMARY_CHARS else None
     text = _joined(text_of_summary, ledger_text)
     return clip_text(text, max(max_chars - _CUT_NOTICE, 0)) if len(text) > max_chars else text
+
+
+def shortest_continuation(ledger: Ledger) -> int:
+    """The length of the shortest ledger-only :func:`continuation` of ``ledger`` that drops no
+    must-keep line (only the droppable ones: commands, reads, earlier instructions, intent)."""
+    return len(_joined(None, _shortened_ledger(render_ledger(ledger, task=False), 0)))
 
 
 def _joined(summary: str | None, ledger_text: str) -> str:

@@ -239,6 +239,11 @@ class Draft:
             self._stale_view = False
         self.messages, self.estimate = self._measure(self.view, self.state)
 
+    def size_with(self, state: SessionState) -> int:
+        """What the request would measure with ``state`` instead (nothing is changed): for a
+        step that weighs its options before it acts."""
+        return self._measure(self.view, state)[1]
+
     def fingerprint(self) -> tuple[object, ...]:
         """What an action must change: the range, the clips, the store or the estimate."""
         state = self.state

@@ -16,14 +16,16 @@ from collections.abc import Callable, Sequence
 from ..._errors import ConfigurationError
 from ...core._incremental import Seen
 from ...core._messages import Message
-from ...core._truncation import visible_start
+from ...core._truncation import Keep, next_range, visible_start
 from ...core._usage import TokenUsage
 from .._ledger import Ledger, LedgerBuilder
+from .._state import Fold
 from .._summary import (
     AsyncSummarizer,
     Summarizer,
     SummaryRequest,
     continuation,
+    shortest_continuation,
     summary_instruction,
 )
 from ._protocol import Action, Draft, newest_turn
@@ -116,6 +118,34 @@ def _fold_point(
     return None
 
 
+def _truncation_end(draft: Draft, ceiling: int) -> tuple[int, int] | None:
+    """Where plain truncation would end the hidden range of ``draft``, and the size it would
+    send: the rounds of :class:`HideOldTurns` (half, or a quarter while half the request is
+    over the limit; then a quarter, then all but the last two) until the request, measured
+    without a continuation, is down to its target; None when it would hide nothing."""
+    view = draft.view
+    current = draft.deleted_range
+    plain = draft.state.with_compaction(fold=None)
+    estimate = draft.estimate
+    start = end = current[1] if current is not None else 1
+    while estimate > draft.target:
+        first = Keep.QUARTER if estimate / 2 > draft.limit else Keep.HALF
+        hidden = (2, end) if end > 1 else None
+        grown = next(
+            (
+                candidate
+                for keep in (first, Keep.QUARTER, Keep.LAST_TWO)
+                if end < (candidate := next_range(view, hidden, keep)[1]) < ceiling
+            ),
+            None,
+        )
+        if grown is None:
+            break
+        end = grown
+        estimate = draft.size_with(plain.hiding((2, end)))
+    return (end, estimate) if end > start else None
+
+
 class LedgerUpTo:
     """The ledger of the first messages of a growing history, fed only what is new each time.
 
@@ -191,6 +221,7 @@ class SummarizeTurns:
         point = fold_point(view, start, self.keep)
         if point is None:
             return None
+        point, excess = self._as_small_as_truncation(draft, point)
         folded = tuple(view[max(start, 2) : point])
         ledger = self.ledgers.ledger(draft.history, point)
         hidden = tuple(range(max(start, 2), point))
@@ -198,12 +229,12 @@ class SummarizeTurns:
             # No new summary now (right after a fold, or while summarizing is paused): the
             # last summary stays, with a ledger that covers the turns folded now.
             kept = draft.previous_summary
-            draft.fold((2, point - 1), self.text(kept, ledger), kept)
+            draft.fold((2, point - 1), self._fitted(kept, ledger, excess), kept)
             return Action(REFOLD, messages=hidden, deleted_range=(2, point - 1))
         summary = self._summary(folded, draft.continuation, ledger)
         if summary is None:  # no new summary (none asked for here, or none came): keep the last
             summary = draft.previous_summary
-        draft.fold((2, point - 1), self.text(summary, ledger), summary)
+        draft.fold((2, point - 1), self._fitted(summary, ledger, excess), summary)
         usage = getattr(self.summarizer, "last_usage", None)
         return Action(
             self.name,
@@ -212,6 +243,58 @@ class SummarizeTurns:
             usage=usage if isinstance(usage, TokenUsage) else None,
             reason=self.failure,
         )
+
+    def _fitted(self, summary: str | None, ledger: Ledger, excess: int) -> str:
+        """The continuation, a ledger-only one shortened by ``excess`` tokens (at three
+        characters a token) when even the latest cut sent more than truncation would; never
+        below its must-keep lines, and a model's summary is never cut for this."""
+        text = self.text(summary, ledger)
+        if summary is not None or excess <= 0:
+            return text
+        budget = max(shortest_continuation(ledger), len(text) - excess * 3)
+        return continuation(None, ledger, max_chars=budget) if budget < len(text) else text
+
+    def _as_small_as_truncation(self, draft: Draft, point: int) -> tuple[int, int]:
+        """``point``, or a later cut so the fold sends no more than plain truncation would;
+        and by how many tokens the request at that cut is still larger (0 when it fits).
+
+        Plain truncation (:func:`_truncation_end`) would hide turns and send the rest; a fold
+        that keeps a longer tail, plus its continuation, would send more on every request
+        until the next fold. So the cut is the earliest of the later assistant messages (that
+        open cleanly, never past the answer the newest turn replies to) at which the request,
+        measured, is no larger than truncation's; failing that, the latest such cut. The
+        continuation is sized with the last summary (the new one is not written yet) and the
+        ledger up to the latest cut (a little longer than the one it will have).
+        """
+        view = draft.view
+        ceiling = newest_turn(view).start - 1
+        truncated = _truncation_end(draft, ceiling)
+        if truncated is None:
+            return point, 0
+        state = draft.state
+        plain = truncated[1]
+        cuts = [
+            index
+            for index in range(point + 1, ceiling + 1)
+            if view[index].get("role") == "assistant" and _opens_cleanly(view, index)
+        ]
+        summary = draft.previous_summary
+        text = self.text(summary, self.ledgers.ledger(draft.history, (cuts or [point])[-1]))
+
+        def over(cut: int) -> int:
+            folded = state.hiding((2, cut - 1)).with_compaction(fold=Fold(cut - 1, text, summary))
+            return draft.size_with(folded) - int(plain)
+
+        if not cuts or over(point) <= 0:
+            return point, max(over(point), 0) if not cuts else 0
+        low, high = 0, len(cuts) - 1  # the earliest cut that fits, by bisection
+        while low < high:
+            middle = (low + high) // 2
+            if over(cuts[middle]) <= 0:
+                high = middle
+            else:
+                low = middle + 1
+        return cuts[low], max(over(cuts[low]), 0)
 
     def text(self, summary: str | None, ledger: Ledger) -> str:
         """The continuation of ``summary`` and ``ledger``, within the budget when one is set."""
