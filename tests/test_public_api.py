@@ -169,11 +169,13 @@ ERRORS = {
 
 
 def test_the_readers_return_a_public_type() -> None:
-    """What every transcript reader returns is importable from the transcripts package."""
+    """What every transcript reader returns, and the types it holds, are importable from the
+    transcripts package."""
     from windowkeeper import transcripts
     from windowkeeper.transcripts import claude_code
 
-    assert {"RecordedRequest", "Transcript"} <= set(transcripts.__all__)
+    assert {"RecordedRequest", "Transcript", "Unknown"} <= set(transcripts.__all__)
+    assert transcripts.Transcript.__annotations__["unknown"] == "tuple[Unknown, ...]"
     assert claude_code.read_claude_code.__annotations__["return"] == "Transcript"
 
 
@@ -226,3 +228,41 @@ class TestToolsSurface:
         tools = importlib.import_module("windowkeeper.tools")
         assert tools.__all__ == ["PriceModel", "price_model", "report", "report_html"]
         assert all(callable(getattr(tools, name)) for name in tools.__all__)
+
+
+class TestRulesSurface:
+    """``windowkeeper.rules`` exports the validator, its violation and the rule names."""
+
+    def test_rules_all_is_the_validator_and_the_rule_names(self) -> None:
+        """Besides the validator and its violation, the surface is the eleven rule names, each
+        spelled as the value it holds (``TOOL_USE_UNANSWERED`` is ``"tool-use-unanswered"``)."""
+        rules = importlib.import_module("windowkeeper.rules")
+        assert rules.__all__ == sorted(set(rules.__all__))
+        names = set(rules.__all__) - {"Violation", "validate_messages"}
+        assert len(names) == 11
+        for name in names:
+            assert getattr(rules, name) == name.lower().replace("_", "-"), name
+
+    def test_a_violation_names_its_rule_by_the_exported_constant(self) -> None:
+        """What callers filter on is what the validator reports, for a few broken requests."""
+        from windowkeeper import rules
+
+        cases = [
+            ([{"role": "assistant", "content": "x"}], rules.FIRST_NOT_USER),
+            ([{"role": "user", "content": ""}], rules.EMPTY_CONTENT),
+            (
+                [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}],
+                rules.SAME_ROLE_TWICE,
+            ),
+            (
+                [
+                    {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": "a", "content": "x"}],
+                    }
+                ],
+                rules.TOOL_RESULT_UNKNOWN,
+            ),
+        ]
+        for messages, rule in cases:
+            assert [violation.rule for violation in rules.validate_messages(messages)] == [rule]

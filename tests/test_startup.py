@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import windowkeeper
-from windowkeeper.cli._main import cli
+from windowkeeper.cli import cli
 from windowkeeper.tools._replay import PolicyName, UsageSource
 from windowkeeper.tools._trace import TraceFormat
 
@@ -290,7 +290,7 @@ class TestHelp:
     def test_the_window_limit_is_the_task_readers(self) -> None:
         """--window's upper bound, written out in the command, is the task reader's limit."""
         from windowkeeper.cli._options import MAX_WINDOW
-        from windowkeeper.cline._task import MAX_TOKEN_COUNT
+        from windowkeeper.cline import MAX_TOKEN_COUNT
 
         assert MAX_WINDOW == MAX_TOKEN_COUNT
 

@@ -12,15 +12,15 @@ import anthropic
 import openai
 import pytest
 
+from windowkeeper import SummaryRequest, TokenUsage
 from windowkeeper.adapters.summarizers import (
     anthropic_async_summarizer,
     anthropic_summarizer,
     openai_async_summarizer,
     openai_summarizer,
 )
-from windowkeeper.core._usage import TokenUsage
 from windowkeeper.session._ledger import build_ledger
-from windowkeeper.session._summary import SummaryRequest, summary_instruction
+from windowkeeper.session._summary import summary_instruction
 
 from ..doubles import AnthropicDouble, OpenAIDouble
 from ..strategies import TR, A, T, U

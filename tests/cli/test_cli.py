@@ -15,7 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from windowkeeper import TraceError
-from windowkeeper.cli._main import ProgressBar, cli
+from windowkeeper.cli import cli
+from windowkeeper.cli._main import ProgressBar
 from windowkeeper.core._notices import DUPLICATE_READ_NOTICE
 
 from ..conftest import CORPUS

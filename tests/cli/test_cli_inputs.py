@@ -16,17 +16,17 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from windowkeeper import TaskFolderError
+from windowkeeper import TaskFolderError, TraceError
+from windowkeeper.cli import cli
 from windowkeeper.cli._format import format_count
-from windowkeeper.cli._main import cli
-from windowkeeper.cline._task import (
+from windowkeeper.cline import (
     API_HISTORY_FILE,
     MAX_JSON_DEPTH,
     MAX_TOKEN_COUNT,
     UI_MESSAGES_FILE,
     load_task,
 )
-from windowkeeper.tools._trace import TraceError, load_trace
+from windowkeeper.tools._trace import load_trace
 
 from ..traces import api_req_started, cline_folder, conversation, write_json
 

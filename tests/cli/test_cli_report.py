@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from windowkeeper.cli._main import cli
+from windowkeeper.cli import cli
 
 from ..traces import conversation, write_json
 

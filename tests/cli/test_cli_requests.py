@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from windowkeeper import ContextOverflowError
-from windowkeeper.cli._main import cli
-from windowkeeper.core._messages import Message
+from windowkeeper import ContextOverflowError, Message
+from windowkeeper.cli import cli
 from windowkeeper.tools._preview import next_request
 from windowkeeper.tools._replay import ClinePolicy, Ruler, Sent, WindowkeeperPolicy, replay
 from windowkeeper.tools._trace import load_trace

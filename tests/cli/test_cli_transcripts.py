@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from windowkeeper import ContextSession
-from windowkeeper.cli._main import cli
+from windowkeeper.cli import cli
 from windowkeeper.tools._trace import TraceFormat, load_trace
 
 FIXTURES = Path(__file__).resolve().parent.parent / "transcripts" / "fixtures"

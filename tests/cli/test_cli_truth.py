@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from windowkeeper import ContextSession, TokenUsage
-from windowkeeper.cli._main import cli
-from windowkeeper.core._messages import Message
+from windowkeeper import ContextSession, Message, TokenUsage
+from windowkeeper.cli import cli
 
 from ..traces import conversation, write_json
 

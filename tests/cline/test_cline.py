@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from windowkeeper import OverwriteStore, TaskFolderError, TokenUsage, WindowkeeperError
-from windowkeeper.cline._task import (
+from windowkeeper.cline import (
     API_HISTORY_FILE,
     TASK_METADATA_FILE,
     UI_MESSAGES_FILE,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import ContextManager
+from windowkeeper import ContextManager, Keep, TokenUsage, context_window_info
 from windowkeeper.core._condense import (
     CONDENSE_RESULT,
     SUMMARY_INSTRUCTION,
@@ -29,9 +29,7 @@ from windowkeeper.core._condense import (
     with_summary_request,
 )
 from windowkeeper.core._notices import CONTINUE_NOTICE, RESULT_MISSING, TRUNCATION_NOTICE
-from windowkeeper.core._truncation import Keep
-from windowkeeper.core._usage import TokenUsage, should_compact
-from windowkeeper.core._window import context_window_info
+from windowkeeper.core._usage import should_compact
 
 Message = dict[str, Any]
 

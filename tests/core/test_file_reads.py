@@ -18,7 +18,10 @@ from windowkeeper import (
     ClineReadDetector,
     ContextManager,
     EditType,
+    Message,
     OverwriteStore,
+    ReadScan,
+    Sighting,
     TokenUsage,
     compact_conversation_for_context_window,
 )
@@ -30,8 +33,8 @@ from windowkeeper.core._cline_text import (
     mentions,
     parse_header,
 )
-from windowkeeper.core._file_reads import ReadScan, Sighting, savings_ratio
-from windowkeeper.core._messages import Message, block_text
+from windowkeeper.core._file_reads import savings_ratio
+from windowkeeper.core._messages import block_text
 from windowkeeper.core._notices import DUPLICATE_READ_NOTICE, RESULT_MISSING, TRUNCATION_NOTICE
 
 from ..builders import TR, TU, A, T, U, read_result

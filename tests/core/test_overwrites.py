@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from windowkeeper import ContextManager, CorruptStoreError, EditType, OverwriteStore
-from windowkeeper.core._overwrites import Block, Entry, Update, text_update
+from windowkeeper import ContextManager, CorruptStoreError, EditType, OverwriteStore, Update
+from windowkeeper.core._overwrites import Block, Entry, text_update
 
 from ..builders import A, T, U
 from ..conftest import examples

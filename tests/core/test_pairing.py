@@ -15,7 +15,7 @@ from windowkeeper import (
 )
 from windowkeeper.core._notices import RESULT_MISSING
 from windowkeeper.core._pairing import RepairMemo, results_follow_tool_use_keeping_text
-from windowkeeper.rules._anthropic import (
+from windowkeeper.rules import (
     EMPTY_CONTENT,
     FIRST_NOT_USER,
     MALFORMED,

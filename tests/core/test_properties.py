@@ -18,7 +18,7 @@ from windowkeeper import (
     validate_messages,
 )
 from windowkeeper.core._truncation import next_range
-from windowkeeper.rules._anthropic import TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED
+from windowkeeper.rules import TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED
 
 from ..conftest import examples
 from ..strategies import conversations, conversations_with_ranges, keeps

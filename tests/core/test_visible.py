@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import ContextManager, EditType
+from windowkeeper import ContextManager, EditType, OverwriteStore
 from windowkeeper.core._notices import (
     CONTINUE_NOTICE,
     DUPLICATE_READ_NOTICE,
     RESULT_MISSING,
     TRUNCATION_NOTICE,
 )
-from windowkeeper.core._overwrites import OverwriteStore, text_update
+from windowkeeper.core._overwrites import text_update
 from windowkeeper.core._visible import truncated_messages
 
 from ..strategies import TR, TU, A, T, U, create_messages

@@ -23,7 +23,7 @@ from windowkeeper.formats import (
     to_anthropic,
     validate_openai,
 )
-from windowkeeper.rules._anthropic import TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED
+from windowkeeper.rules import TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED
 
 from .strategies import (
     anthropic_conversations,

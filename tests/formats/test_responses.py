@@ -11,9 +11,9 @@ import typing_extensions
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from windowkeeper import ContextManager, MalformedMessageError, Violation, validate_messages
+from windowkeeper import ContextManager, MalformedMessageError, Repair, Violation, validate_messages
 from windowkeeper.core._notices import RESULT_MISSING
-from windowkeeper.formats._wire import EMPTY_MESSAGE_NOTICE, Repair
+from windowkeeper.formats._wire import EMPTY_MESSAGE_NOTICE
 from windowkeeper.formats.openai import AnthropicConversation
 from windowkeeper.formats.responses import (
     NOTE_KEYS,
@@ -26,7 +26,7 @@ from windowkeeper.formats.responses import (
     to_anthropic,
     validate_responses,
 )
-from windowkeeper.rules._anthropic import (
+from windowkeeper.rules import (
     DUPLICATE_TOOL_USE_ID,
     MALFORMED,
     TOOL_RESULT_UNKNOWN,

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from windowkeeper import validate_messages
 from windowkeeper.formats.openai import validate_openai
 from windowkeeper.formats.responses import validate_responses
-from windowkeeper.rules import _anthropic, _openai, _responses
-from windowkeeper.rules._rule import Found, Violation
+from windowkeeper.rules import Violation, _anthropic, _openai, _responses
+from windowkeeper.rules._rule import Found
 
 from ..formats.responses_strategies import broken_responses_inputs, responses_inputs
 from ..formats.strategies import broken_openai_conversations, openai_conversations

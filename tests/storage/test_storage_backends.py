@@ -246,7 +246,7 @@ class TestExport:
         """windowkeeper export writes the task as a folder a session resumes exactly."""
         from click.testing import CliRunner
 
-        from windowkeeper.cli._main import cli
+        from windowkeeper.cli import cli
 
         session = ContextSession(20_000, store=SQLiteStore(tmp_path / "tasks.db", "ticket-1"))
         session.append(TASK)

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from windowkeeper import ContextManager, context_window_info, validate_messages
-from windowkeeper.cline._task import API_HISTORY_FILE, ClineTask, load_task
-from windowkeeper.rules._anthropic import TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED
+from windowkeeper.cline import API_HISTORY_FILE, ClineTask, load_task
+from windowkeeper.rules import TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED
 
 from ..conftest import CORPUS
 

@@ -10,9 +10,15 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import TaskFolderError, TokenUsage, context_window_info, validate_messages
-from windowkeeper.cline._task import ApiRequest, ClineTask
-from windowkeeper.core._messages import Message
+from windowkeeper import (
+    Message,
+    TaskFolderError,
+    TokenUsage,
+    TraceError,
+    context_window_info,
+    validate_messages,
+)
+from windowkeeper.cline import ApiRequest, ClineTask
 from windowkeeper.core._notices import DUPLICATE_READ_NOTICE
 from windowkeeper.tools._demo import DEMO_WINDOW, demo_conversation
 from windowkeeper.tools._inspection import inspect_trace
@@ -28,7 +34,7 @@ from windowkeeper.tools._replay import (
     replay,
     request_points,
 )
-from windowkeeper.tools._trace import Trace, TraceError, TraceFormat, detect_format, load_trace
+from windowkeeper.tools._trace import Trace, TraceFormat, detect_format, load_trace
 
 from ..traces import (
     TASK,

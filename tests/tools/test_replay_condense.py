@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from windowkeeper import validate_messages
-from windowkeeper.cline._task import load_task
+from windowkeeper.cline import load_task
 from windowkeeper.core._condense import SUMMARY_INSTRUCTION, SUMMARY_SECTIONS, SUMMARY_TOOL
 from windowkeeper.core._notices import CONTINUE_NOTICE
 from windowkeeper.tools._replay import (

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from windowkeeper import MalformedMessageError, TaskFolderError, TokenUsage, validate_messages
-from windowkeeper.cline._task import ApiRequest
-from windowkeeper.transcripts._detect import Transcript, Unknown
+from windowkeeper.cline import ApiRequest
+from windowkeeper.transcripts import Transcript, Unknown
 from windowkeeper.transcripts.claude_code import (
     looks_like_claude_code,
     parse_claude_code,

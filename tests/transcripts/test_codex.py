@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from windowkeeper import MalformedMessageError, TaskFolderError, TokenUsage, validate_messages
-from windowkeeper.transcripts._detect import Unknown
+from windowkeeper.transcripts import Unknown
 from windowkeeper.transcripts.codex import looks_like_codex, parse_codex, read_codex
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -367,8 +367,7 @@ class TestCurrentRollout:
 
     def test_shell_tools_of_current_versions_are_reads(self) -> None:
         """exec_command (cmd) and shell_command (command) reading one file count as its reads."""
-        from windowkeeper.core._overwrites import OverwriteStore
-        from windowkeeper.session._native_reads import NativeReadDetector
+        from windowkeeper import NativeReadDetector, OverwriteStore
 
         transcript = read_codex(Path(__file__).parent / "fixtures" / "codex_rollout_0144.jsonl")
         copies = NativeReadDetector().copies(list(transcript.messages), 0, OverwriteStore())

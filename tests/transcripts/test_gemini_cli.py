@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from windowkeeper import MalformedMessageError, TaskFolderError, TokenUsage, validate_messages
-from windowkeeper.transcripts._detect import Unknown
+from windowkeeper.transcripts import Unknown
 from windowkeeper.transcripts.gemini_cli import (
     looks_like_gemini_cli,
     parse_gemini_cli,

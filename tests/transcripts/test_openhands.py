@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from windowkeeper import MalformedMessageError, TaskFolderError, TokenUsage, validate_messages
-from windowkeeper.transcripts._detect import Unknown
+from windowkeeper.transcripts import Unknown
 from windowkeeper.transcripts.openhands import looks_like_openhands, parse_openhands, read_openhands
 
 FIXTURE = Path(__file__).parent / "fixtures" / "openhands_trajectory.json"

@@ -11,7 +11,8 @@ import pytest
 from windowkeeper import validate_messages
 from windowkeeper.tools._inspection import inspect_trace
 from windowkeeper.tools._trace import load_trace
-from windowkeeper.transcripts._detect import Unknown, detect_transcript, read_transcript
+from windowkeeper.transcripts import Unknown
+from windowkeeper.transcripts._detect import detect_transcript, read_transcript
 from windowkeeper.transcripts.openhands import looks_like_openhands, parse_openhands
 from windowkeeper.transcripts.openhands_v1 import (
     is_openhands_folder,

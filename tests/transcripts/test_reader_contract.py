@@ -20,7 +20,8 @@ from windowkeeper import TaskFolderError, validate_messages
 from windowkeeper.cli._main import format_inspection
 from windowkeeper.tools._inspection import inspect_trace
 from windowkeeper.tools._trace import load_trace
-from windowkeeper.transcripts._detect import Transcript, read_transcript
+from windowkeeper.transcripts import Transcript
+from windowkeeper.transcripts._detect import read_transcript
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -8,15 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from windowkeeper import TaskFolderError, validate_messages
-from windowkeeper.core._usage import TokenUsage
-from windowkeeper.rules._anthropic import TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED
+from windowkeeper import TaskFolderError, TokenUsage, validate_messages
+from windowkeeper.rules import TOOL_RESULT_UNKNOWN, TOOL_USE_UNANSWERED
+from windowkeeper.transcripts import RecordedRequest, Transcript, Unknown
 from windowkeeper.transcripts._detect import (
     TRANSCRIPT_FORMATS,
     Compaction,
-    RecordedRequest,
-    Transcript,
-    Unknown,
     detect_transcript,
     read_transcript,
 )

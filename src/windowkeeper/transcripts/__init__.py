@@ -6,6 +6,6 @@ One module per agent (Claude Code, Codex, Gemini CLI, OpenHands, Roo, SWE-agent)
 
 from __future__ import annotations
 
-from ._common import RecordedRequest, Transcript
+from ._common import RecordedRequest, Transcript, Unknown
 
-__all__ = ["RecordedRequest", "Transcript"]
+__all__ = ["RecordedRequest", "Transcript", "Unknown"]
