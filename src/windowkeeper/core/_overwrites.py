@@ -18,6 +18,7 @@ what it rebuilds its maps from loads, what makes it throw (and so start empty) r
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
@@ -139,10 +140,13 @@ class OverwriteStore:
     equal when they serialize to the same text.
     """
 
-    __slots__ = ("_counts", "_entries", "_exotic", "_journal", "_revision")
+    __slots__ = ("_counts", "_entries", "_exotic", "_journal", "_positions", "_revision")
 
     def __init__(self) -> None:
         self._entries: dict[Any, _Entry] = {}
+        # The entries' keys that can be a message's index (ints >= 0), ascending: rendering
+        # looks up the visible range by bisection instead of visiting every entry.
+        self._positions: list[int] = []
         self._exotic = False  # holds floats or opaque keys: serialize on the exact slow path
         self._revision = 0
         # While a journal is open: (message key, block key, entry was new, what the block held)
@@ -175,6 +179,16 @@ class OverwriteStore:
     def message_indices(self) -> list[Any]:
         """The edited message indices, in insertion order."""
         return [_plain(key) for key in self._entries]
+
+    def indices_between(self, start: int, stop: int) -> list[int]:
+        """The edited message indices ``start <= index < stop``, ascending.
+
+        Only integer keys can match a message (the original looks entries up by number). Costs
+        the size of the answer, not of the store, so rendering the visible part of a long
+        history does not visit the entries of its hidden part.
+        """
+        positions = self._positions
+        return positions[bisect_left(positions, start) : bisect_left(positions, stop)]
 
     def update_count(self, edit_types: Collection[Any] | None = None) -> int:
         """How many updates the store holds, in entries of ``edit_types`` (all when None).
@@ -271,6 +285,8 @@ class OverwriteStore:
             kind, odd_kind = normalize(edit_type)
             entry = self._entries[message_key] = _Entry(kind, {})
             exotic = exotic or odd_kind
+            if _is_position(message_key):
+                insort(self._positions, message_key)
         updates = entry.blocks.get(block_key, _ABSENT)
         if self._journal is not None:
             held = len(updates) if isinstance(updates, list) else updates
@@ -314,6 +330,9 @@ class OverwriteStore:
                 entry.blocks[block_key] = held
             if created:
                 del self._entries[message_key]
+                if _is_position(message_key):
+                    positions = self._positions
+                    del positions[bisect_left(positions, message_key)]
 
     def rollback(self, timestamp: float) -> None:
         """Drop every update newer than ``timestamp`` (updates at ``timestamp`` stay).
@@ -340,13 +359,19 @@ class OverwriteStore:
                         del blocks[block_key]
             if not blocks:
                 del self._entries[message_key]
+        self._index()
 
     def clear(self) -> None:
         """Forget every update."""
         self._revision += 1
         self._counts = None
         self._entries.clear()
+        self._positions = []
         self._exotic = False
+
+    def _index(self) -> None:
+        """Rebuild :attr:`_positions` from the entries (after a change to many of them)."""
+        self._positions = sorted(key for key in self._entries if _is_position(key))
 
     def copy(self) -> OverwriteStore:
         """An independent copy (no list is shared with this store)."""
@@ -355,6 +380,7 @@ class OverwriteStore:
         for key, entry in self._entries.items():
             blocks = {block_key: _clone(updates) for block_key, updates in entry.blocks.items()}
             twin._entries[key] = _Entry(_clone(entry.edit_type), blocks)
+        twin._positions = list(self._positions)
         twin._counts = None
         return twin
 
@@ -419,6 +445,7 @@ class OverwriteStore:
             exotic = exotic or odd_blocks or odd_key
         store._exotic = exotic
         store._counts = None
+        store._index()
         return store
 
 
@@ -486,6 +513,11 @@ def _lookup(index: Any) -> Any:
     """The dict key an index is found under (``True`` must not find ``1``; a list finds nothing)."""
     key, _ = map_key(index)
     return key
+
+
+def _is_position(key: Any) -> bool:
+    """Whether an entry's key can be a message's index (an int, not a bool, not negative)."""
+    return type(key) is int and key >= 0
 
 
 def _plain(key: Any) -> Any:

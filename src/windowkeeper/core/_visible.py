@@ -150,17 +150,13 @@ def _visible(
         else:
             output[2], stripped = _first_visible(output[2], store, start)
     if store:
-        # Visit the edited messages rather than every message. The original looks entries up
-        # by number, so only integer indices can match a message.
-        for index in store.message_indices():
-            if type(index) is not int or index < 0:
-                continue
-            if index < FIRST_KEPT:
-                position = index
-            elif start <= index < len(history):
-                position = index - start + FIRST_KEPT
-            else:
-                continue
+        # Visit the edited messages of the part sent rather than every message or entry. The
+        # original looks entries up by number, so only integer indices can match a message.
+        sent = store.indices_between(0, FIRST_KEPT)
+        if start < len(history):
+            sent += store.indices_between(start, len(history))
+        for index in sent:
+            position = index if index < FIRST_KEPT else index - start + FIRST_KEPT
             if position == FIRST_KEPT and first_hidden:
                 continue  # done above, with the orphan removal
             message = output[position]
