@@ -125,11 +125,12 @@ def text_update(
 
 
 class _Entry:
-    __slots__ = ("blocks", "edit_type")
+    __slots__ = ("blocks", "edit_type", "revision")
 
     def __init__(self, edit_type: Any, blocks: dict[Any, Any]) -> None:
         self.edit_type = edit_type
         self.blocks = blocks  # block key -> updates (a list, unless a loaded file said otherwise)
+        self.revision = 0  # the store's revision when a record last changed this entry
 
 
 class OverwriteStore:
@@ -140,7 +141,15 @@ class OverwriteStore:
     equal when they serialize to the same text.
     """
 
-    __slots__ = ("_counts", "_entries", "_exotic", "_journal", "_positions", "_revision")
+    __slots__ = (
+        "_counts",
+        "_entries",
+        "_epoch",
+        "_exotic",
+        "_journal",
+        "_positions",
+        "_revision",
+    )
 
     def __init__(self) -> None:
         self._entries: dict[Any, _Entry] = {}
@@ -149,6 +158,7 @@ class OverwriteStore:
         self._positions: list[int] = []
         self._exotic = False  # holds floats or opaque keys: serialize on the exact slow path
         self._revision = 0
+        self._epoch = 0  # changes when many entries may have changed at once (see epoch)
         # While a journal is open: (message key, block key, entry was new, what the block held)
         self._journal: list[tuple[Any, Any, bool, Any]] | None = None
         self._counts: dict[Any, int] | None = {}  # updates per edit type; None: count again
@@ -157,6 +167,21 @@ class OverwriteStore:
     def revision(self) -> int:
         """A number that changes whenever the store does (for callers that cache its effects)."""
         return self._revision
+
+    @property
+    def epoch(self) -> int:
+        """A number that changes when any entry may have changed other than by :meth:`record`
+        (a rollback, an undone journal, a clear); between such changes, an entry's
+        :meth:`entry_revision` tells whether it changed."""
+        return self._epoch
+
+    def entry_revision(self, message_index: Any) -> int:
+        """The :attr:`revision` at which a message's entry last got an update (-1: no entry).
+
+        Lets a cache of one message's edited copy survive edits of other messages.
+        """
+        entry = self._entries.get(_lookup(message_index))
+        return -1 if entry is None else entry.revision
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -287,6 +312,7 @@ class OverwriteStore:
             exotic = exotic or odd_kind
             if _is_position(message_key):
                 insort(self._positions, message_key)
+        entry.revision = self._revision
         updates = entry.blocks.get(block_key, _ABSENT)
         if self._journal is not None:
             held = len(updates) if isinstance(updates, list) else updates
@@ -319,6 +345,7 @@ class OverwriteStore:
         """Take back every :meth:`record` since :meth:`open_journal`, newest first, and stop."""
         journal, self._journal = self._journal or [], None
         self._revision += 1
+        self._epoch += 1
         self._counts = None
         for message_key, block_key, created, held in reversed(journal):
             entry = self._entries[message_key]
@@ -343,6 +370,7 @@ class OverwriteStore:
         is left with no blocks (also when it had none). Updates that are not a list are kept.
         """
         self._revision += 1
+        self._epoch += 1
         self._counts = None
         for message_key in list(self._entries):
             blocks = self._entries[message_key].blocks
@@ -364,6 +392,7 @@ class OverwriteStore:
     def clear(self) -> None:
         """Forget every update."""
         self._revision += 1
+        self._epoch += 1
         self._counts = None
         self._entries.clear()
         self._positions = []

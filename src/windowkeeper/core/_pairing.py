@@ -159,6 +159,9 @@ class PairMemo:
                 del output[shared:]
             output.extend(messages[shared:])
             self._scan(output, shared - 1, self._pairs)
+            if len(self._pairs) > 2 * len(output) + 64:  # pairs no longer in the list
+                live = set(map(id, output))
+                self._pairs = {key: pair for key, pair in self._pairs.items() if key in live}
         else:
             output = self._output = Growing(messages)
             self._pairs = self._scan(output, 0, {})
