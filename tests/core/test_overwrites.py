@@ -364,6 +364,16 @@ class TestApi:
         assert True not in store
         assert store.edit_type(True) is None
 
+    def test_has_update_tells_what_latest_tells(self) -> None:
+        """A block has an update exactly when latest() finds one (a non-list value has none)."""
+        store = OverwriteStore.from_json('[[2,[2,[[0,[[1,"text",["a"],[]]]],[1,[]],[3,7]]]]]')
+        for block in range(5):
+            assert store.has_update(2, block) == (store.latest(2, block) is not None)
+        assert store.has_update(2, 0)
+        assert not store.has_update(2, 1)
+        assert not store.has_update(2, 3)
+        assert not store.has_update(5, 0)
+
     def test_what_is_handed_out_is_a_copy(self) -> None:
         """Changing a returned update, list or entry leaves the store unchanged."""
         store = OverwriteStore.from_json(MENTION_FILE)

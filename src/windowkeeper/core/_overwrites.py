@@ -271,6 +271,10 @@ class OverwriteStore:
         raw = self._raw_updates(message_index, block_index)
         return Update.of(raw[-1]) if raw else None
 
+    def has_update(self, message_index: int, block_index: int) -> bool:
+        """Whether a block has an update (what :meth:`latest` tells, without copying it)."""
+        return bool(self._raw_updates(message_index, block_index))
+
     def effective_text(self, message_index: int, block_index: int) -> str | None:
         """The text a block shows after its effective update, or None when it has none."""
         latest = self.latest(message_index, block_index)
