@@ -34,7 +34,7 @@ class UniqueToolIds:
         self._in = Seen()  # the history looked at last
         self._out = Growing()  # what apply returned for it
         self._seen: set[str] = set()
-        self._added: dict[int, list[str]] = {}  # message index -> the ids it added to _seen
+        self._added: dict[int, tuple[str, ...]] = {}  # message index -> the ids it added
         # assistant index -> (block position -> new id, old id -> new id for the next message)
         self._renames: dict[int, tuple[dict[int, str], dict[str, list[str]]]] = {}
         self._copies: dict[int, tuple[Message, Message]] = {}
@@ -88,7 +88,7 @@ class UniqueToolIds:
                 positions[position] = new
                 answers.setdefault(old, []).append(new)
             if added:
-                self._added[index] = added
+                self._added[index] = tuple(added)  # a tuple of strings: no GC tracking
             if positions:
                 # The k-th result for an id answers its k-th use (kept ids map to themselves).
                 self._renames[index] = (positions, answers)
