@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any
 
 from .._errors import CorruptStoreError
 from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
 from ._notices import TRUNCATION_NOTICE
+from ._store_json import parse_entries
+from ._updates import CONTENT, INPUT, TEXT, Block, EditType, Entry, Update, text_update
+from ._updates import clone as _clone
 
 __all__ = [
     "CONTENT",
@@ -39,89 +40,8 @@ __all__ = [
     "OverwriteStore",
     "Update",
     "add_truncation_notice",
+    "text_update",
 ]
-
-
-class EditType(IntEnum):
-    """Why a message was edited; fixed by the first edit of the message."""
-
-    UNDEFINED = 0  # the truncation notice (message 1) and the task replacement (message 0)
-    NO_FILE_READ = 1  # declared by the original, never used
-    READ_FILE_TOOL = 2
-    ALTER_FILE_TOOL = 3
-    FILE_MENTION = 4
-
-
-@dataclass(frozen=True, slots=True)
-class Update:
-    """A typed view of one stored update; its lists are copies, so changing them changes nothing."""
-
-    timestamp: Any
-    kind: Any
-    content: Any
-    metadata: Any
-
-    @property
-    def text(self) -> str | None:
-        """The new text when this is a well-formed "text" update, else None."""
-        if self.kind == "text" and isinstance(self.content, list) and self.content:
-            first = self.content[0]
-            return first if isinstance(first, str) else None
-        return None
-
-    @property
-    def new_text(self) -> str | None:
-        """The text this update puts in its block: that of a "text" or a "content" update."""
-        if self.kind in (TEXT, CONTENT, INPUT) and isinstance(self.content, list) and self.content:
-            first = self.content[0]
-            return first if isinstance(first, str) else None
-        return None
-
-    @classmethod
-    def of(cls, raw: Any) -> Update:
-        """View a stored JSON value as an update; missing parts read as None."""
-        parts = [_clone(part) for part in raw[:4]] if isinstance(raw, list) else []
-        parts += [None] * (4 - len(parts))
-        return cls(*parts)
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """The updates of one content block, oldest first."""
-
-    index: Any
-    updates: tuple[Update, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """Everything recorded for one message: its edit type and its blocks, in insertion order."""
-
-    message_index: Any
-    edit_type: Any
-    blocks: tuple[Block, ...]
-
-
-TEXT = "text"
-"""The original's update kind: sets the block's text (a text block, or the first text of a
-tool_result whose content is a list)."""
-
-CONTENT = "content"
-"""windowkeeper's update kind for whole contents: a text block's text, or a tool_result's entire
-content (string or list). The original keeps such updates on load and save but applies only
-"text", so Cline ignores them."""
-
-
-INPUT = "input"
-"""windowkeeper's update kind for a tool_use block's input: the new input as JSON text. Ignored by
-the original, like "content"."""
-
-
-def text_update(
-    timestamp: int, text: str, metadata: list[Any] | None = None, kind: str = TEXT
-) -> list[Any]:
-    """The JSON value of a "text" (or ``kind``) update."""
-    return [timestamp, kind, [text], [] if metadata is None else metadata]
 
 
 class _Entry:
@@ -461,66 +381,15 @@ class OverwriteStore:
 
     @classmethod
     def _build(cls, value: Any, exotic: bool) -> OverwriteStore:
-        if not isinstance(value, list):
-            raise CorruptStoreError(f"top level: expected a list, got {_kind(value)}")
         store = cls()
-        for position, item in enumerate(value):
-            where = f"[{position}]"
-            message_index, body = _destructure(item, where, _ITEM)
-            if body is UNDEFINED:
-                raise CorruptStoreError(
-                    f"{where}: expected {_ITEM}, got {_kind(item)} of length {len(item)}"
-                )
-            edit_type, pairs = _destructure(body, f"{where}[1]", "[editType, blocks]")
-            blocks, odd_blocks = _new_map(pairs, f"{where}[1][1]")
-            key, odd_key = map_key(message_index)
-            store._entries[key] = _Entry(None if edit_type is UNDEFINED else edit_type, blocks)
-            exotic = exotic or odd_blocks or odd_key
+        entries, odd = parse_entries(value)
+        for key, edit_type, blocks in entries:
+            store._entries[key] = _Entry(edit_type, blocks)
+        exotic = exotic or odd
         store._exotic = exotic
         store._counts = None
         store._index()
         return store
-
-
-_ITEM = "[messageIndex, [editType, blocks]]"
-
-
-def _destructure(value: Any, where: str, shape: str) -> tuple[Any, Any]:
-    """JavaScript's ``const [a, b] = value``: any iterable (a list, or a string by code points)."""
-    if isinstance(value, list | str):
-        items = list(value[:2])
-        items += [UNDEFINED] * (2 - len(items))
-        return items[0], items[1]
-    if value is UNDEFINED:
-        raise CorruptStoreError(f"{where}: missing, expected {shape}")
-    raise CorruptStoreError(f"{where}: expected {shape}, got {_kind(value)}")
-
-
-def _new_map(pairs: Any, where: str) -> tuple[dict[Any, Any], bool]:
-    """JavaScript's ``new Map(pairs)``, and whether any key is exotic."""
-    blocks: dict[Any, Any] = {}
-    exotic = False
-    if pairs is UNDEFINED or pairs is None or pairs == "":
-        return blocks, exotic
-    if not isinstance(pairs, list):
-        raise CorruptStoreError(
-            f"{where}: expected a list of [blockIndex, updates], got {_kind(pairs)}"
-        )
-    for position, pair in enumerate(pairs):
-        if isinstance(pair, list):
-            key = pair[0] if pair else UNDEFINED
-            updates = pair[1] if len(pair) > 1 else None
-        elif isinstance(pair, dict):  # an object works too: its "0" and "1" properties
-            key = pair.get("0", UNDEFINED)
-            updates = pair.get("1")
-        else:
-            raise CorruptStoreError(
-                f"{where}[{position}]: expected [blockIndex, updates], got {_kind(pair)}"
-            )
-        block_key, odd = map_key(key)
-        blocks[block_key] = updates
-        exotic = exotic or odd
-    return blocks, exotic
 
 
 def _is_after(update: Any, timestamp: float) -> bool:
@@ -573,29 +442,6 @@ def _count_key(edit_type: Any) -> Any:
 
 def _typed(updates: Any) -> tuple[Update, ...]:
     return tuple(Update.of(raw) for raw in updates) if isinstance(updates, list) else ()
-
-
-def _clone(value: Any) -> Any:
-    """A copy of a JSON value sharing no list or dict with it."""
-    if isinstance(value, list):
-        return [_clone(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _clone(item) for key, item in value.items()}
-    return value
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, dict):
-        return "an object"
-    return "a list" if isinstance(value, list) else type(value).__name__
 
 
 def add_truncation_notice(store: OverwriteStore, timestamp: int) -> bool:
