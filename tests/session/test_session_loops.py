@@ -288,7 +288,7 @@ class TestWireShape:
                 action = data.draw(st.sampled_from(["set", "delete", "append", "inner", "list"]))
                 if action == "set":
                     block["cache_control"] = {"type": "ephemeral"}
-                elif action == "delete":
+                elif action == "delete" and block:
                     block.pop(next(iter(block)))
                 elif action == "append":
                     content.append({"type": "text", "text": "added"})
