@@ -263,6 +263,18 @@ class TestWireShape:
         assert type(copy.deepcopy(second)[0]) is dict
         assert type(pickle.loads(pickle.dumps(second))[1]["content"]) is list
 
+    def test_only_the_changed_copy_is_made_again(self) -> None:
+        """The copies handed out are reused while unchanged; a changed one is replaced by a
+        fresh copy, the others stay the same objects (one copy kept per message sent)."""
+        session = ContextSession(context_window=200_000)
+        session.extend([TASK, *read("t1", 1), *read("t2", 1)])
+        first = session.prepare().messages
+        first[3]["content"][0]["cache_control"] = {"type": "ephemeral"}
+        second = session.prepare().messages
+        assert second[3] is not first[3]
+        assert "cache_control" not in second[3]["content"][0]
+        assert all(second[i] is first[i] for i in range(len(first)) if i != 3)
+
     @settings(max_examples=examples(30, deep=300), deadline=None)
     @given(st.data())
     def test_a_mutated_request_leaves_the_next_one_as_if_untouched(self, data: Any) -> None:
