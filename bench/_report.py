@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from _compaction_report import format_compaction
 from _compaction_traces import format_compaction_traces
@@ -13,6 +14,24 @@ from _targets import format_cache_analysis, format_targets
 from _tuning import format_tuning
 
 __all__ = ["format_report"]
+
+GROWTH_TITLE = "## Growth to 100,000 messages"
+"""The section bench/bench_growth.py's results are written under, kept when this report is
+written again (its run is separate: a few minutes of its own)."""
+_DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
+
+
+def growth_section(path: Path = _DOCS) -> list[str]:
+    """The lines of the growth section of the report at ``path`` (none when it has none)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    if GROWTH_TITLE not in lines:
+        return []
+    start = lines.index(GROWTH_TITLE)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return lines[start:end]
 
 
 def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
@@ -126,6 +145,7 @@ def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
     ]
     out += format_overhead(evaluation)
     out += ["", *_plot(plots, "bench-overhead.png")]
+    out += growth_section()
     out += ["## Compaction", "", provenance, ""]
     out += format_compaction(evaluation)
     out += ["", "## Compaction on every trace", "", provenance, ""]

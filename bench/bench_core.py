@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, Literal
 
 from _timing import summary, timings
@@ -16,8 +17,11 @@ from windowkeeper import ContextManager, ContextSession, TokenUsage
 from windowkeeper.formats import from_anthropic
 
 
-def replay_per_turn(history: list[dict[str, Any]], window: int) -> tuple[list[float], Any]:
-    """Time get_new_context_messages_and_metadata once before every assistant message."""
+def replay_per_turn(
+    history: list[dict[str, Any]], window: int, clock: Callable[[], float] = time.perf_counter
+) -> tuple[list[float], Any]:
+    """Time get_new_context_messages_and_metadata once before every assistant message
+    (by ``clock``, in seconds: wall time unless told otherwise)."""
     manager = ContextManager()
     deleted_range = None
     usage = None
@@ -26,11 +30,11 @@ def replay_per_turn(history: list[dict[str, Any]], window: int) -> tuple[list[fl
         if message["role"] != "assistant":
             continue
         prefix = history[:index]
-        started = time.perf_counter()
+        started = clock()
         result = manager.get_new_context_messages_and_metadata(
             prefix, usage=usage, timestamp=index, context_window=window, deleted_range=deleted_range
         )
-        samples.append((time.perf_counter() - started) * 1000)
+        samples.append((clock() - started) * 1000)
         deleted_range = result.deleted_range
         tokens = recorded_usage(message)
         if tokens is not None:

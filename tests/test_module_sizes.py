@@ -14,9 +14,7 @@ LIMIT = 500
 
 OVER: dict[str, int] = {
     "cline/_task.py": 506,
-    "core/_overwrites.py": 559,
     "session/_session.py": 662,
-    "session/_tokens.py": 797,
     "storage/_folder.py": 802,
 }
 """Modules over the limit, each with the most lines it may have."""

@@ -12,6 +12,7 @@ from windowkeeper import MalformedMessageError, ensure_tool_results_follow_tool_
 from windowkeeper.core._messages import CheckMemo
 from windowkeeper.core._pairing import RepairMemo
 
+from ..builders import T
 from ..conftest import examples
 from ..strategies import TR, TU, A, U, conversations
 
@@ -44,6 +45,15 @@ class TestRepairMemo:
         memo.repair(history)
         history[2] = U([TR("a", "done")])
         assert memo.repair(history)[2] is history[2]
+
+    def test_forgets_pairs_no_longer_sent(self) -> None:
+        """A request whose newest messages are new objects every time leaves nothing behind:
+        what the memo keeps stays proportional to the list, not to the calls made."""
+        memo = RepairMemo()
+        history = [U("task"), A([TU("a")]), U([TR("a", "done")])]
+        for turn in range(500):
+            memo.repair([*history, A([TU(f"b{turn}")]), U([TR(f"b{turn}", "ok")])])
+        assert len(memo._pairs) <= 2 * 5 + 64
 
 
 class TestCheckMemo:
@@ -88,3 +98,62 @@ class TestOverwriteMemo:
             assert manager.get_truncated_messages(history, None) == fresh.get_truncated_messages(
                 history, None
             )
+
+    def test_an_edit_copies_only_the_message_it_edits(self) -> None:
+        """Other edited messages keep their copies, object for object, across an edit."""
+        from windowkeeper import ContextManager
+        from windowkeeper.core._overwrites import text_update
+
+        history = [
+            U([T("task")]),
+            A([T("ok")]),
+            U([T("one")]),
+            A([T("two")]),
+            U([T("three")]),
+            A([T("four")]),
+        ]
+        manager = ContextManager()
+        manager.store.record(2, 1, 0, text_update(1, "edited one"))
+        manager.store.record(4, 1, 0, text_update(1, "edited three"))
+        first = manager.get_truncated_messages(history, None)
+        manager.store.record(3, 1, 0, text_update(2, "edited two"))
+        second = manager.get_truncated_messages(history, None)
+        assert second[2] is first[2]
+        assert second[4] is first[4]
+        assert second[3] is not first[3]
+        assert second[3]["content"] == [{"type": "text", "text": "edited two"}]
+
+    def test_a_rollback_renders_again(self) -> None:
+        """After a rollback an edit no longer in the store is no longer sent."""
+        from windowkeeper import ContextManager
+        from windowkeeper.core._overwrites import text_update
+
+        history = [U([T("task")]), A([T("ok")]), U([T("one")]), A([T("two")])]
+        manager = ContextManager()
+        manager.store.record(2, 1, 0, text_update(1, "first"))
+        manager.get_truncated_messages(history, None)
+        manager.store.record(2, 1, 0, text_update(5, "second"))
+        assert manager.get_truncated_messages(history, None)[2]["content"][0]["text"] == "second"
+        manager.store.rollback(1)
+        assert manager.get_truncated_messages(history, None)[2]["content"][0]["text"] == "first"
+
+    def test_copies_of_hidden_messages_are_forgotten(self) -> None:
+        """Once a message is in the hidden range, the memo holds nothing for it."""
+        from windowkeeper import ContextManager
+        from windowkeeper.core._overwrites import text_update
+
+        history = [
+            U([T("task")]),
+            A([T("ok")]),
+            U([T("one")]),
+            A([T("two")]),
+            U([T("three")]),
+            A([T("four")]),
+        ]
+        manager = ContextManager()
+        for index in range(6):
+            manager.store.record(index, 1, 0, text_update(1, f"edit {index}"))
+        manager.get_truncated_messages(history, None)
+        manager.get_truncated_messages(history, (2, 3))
+        kept = manager._edits._copies  # what the memo holds is the point
+        assert sorted(kept) == [0, 1, 4, 5]

@@ -364,6 +364,16 @@ class TestApi:
         assert True not in store
         assert store.edit_type(True) is None
 
+    def test_has_update_tells_what_latest_tells(self) -> None:
+        """A block has an update exactly when latest() finds one (a non-list value has none)."""
+        store = OverwriteStore.from_json('[[2,[2,[[0,[[1,"text",["a"],[]]]],[1,[]],[3,7]]]]]')
+        for block in range(5):
+            assert store.has_update(2, block) == (store.latest(2, block) is not None)
+        assert store.has_update(2, 0)
+        assert not store.has_update(2, 1)
+        assert not store.has_update(2, 3)
+        assert not store.has_update(5, 0)
+
     def test_what_is_handed_out_is_a_copy(self) -> None:
         """Changing a returned update, list or entry leaves the store unchanged."""
         store = OverwriteStore.from_json(MENTION_FILE)
@@ -530,6 +540,63 @@ class TestLaws:
             assert loaded.store == store
             assert loaded.save_context_history(folder)
             assert (Path(folder) / "context_history.json").read_bytes() == data
+
+
+def indices_by_scan(store: OverwriteStore, start: int, stop: int) -> list[int]:
+    """What :meth:`OverwriteStore.indices_between` must answer, found by visiting every entry."""
+    return sorted(
+        index
+        for index in store.message_indices()
+        if type(index) is int and index >= 0 and start <= index < stop
+    )
+
+
+class TestIndicesBetween:
+    """The store's index of edited messages answers as a scan of every entry would."""
+
+    def test_only_integer_keys_in_the_range_ascending(self) -> None:
+        """Odd keys (a float, true, a negative number) are no message's index."""
+        store = OverwriteStore.from_json(
+            '[[7,[2,[[0,[[1,"text",["a"],[]]]]]]],[1.5,[2,[]]],[true,[2,[]]],[-1,[2,[]]],'
+            '[3,[2,[[0,[[1,"text",["b"],[]]]]]]],[12,[2,[[0,[[1,"text",["c"],[]]]]]]]]'
+        )
+        assert store.indices_between(0, 100) == [3, 7, 12]
+        assert store.indices_between(3, 12) == [3, 7]
+        assert store.indices_between(8, 12) == []
+
+    @given(
+        recordings(first=1, last=500),
+        recordings(first=501, last=1000),
+        st.integers(0, 1001),
+        st.integers(0, 14),
+        st.integers(0, 14),
+    )
+    def test_after_any_change_it_agrees_with_a_scan(
+        self,
+        before: list[tuple[Any, ...]],
+        after: list[tuple[Any, ...]],
+        checkpoint: int,
+        start: int,
+        width: int,
+    ) -> None:
+        """Recording, undoing a journal, rolling back, copying and loading keep the index true."""
+        store = build(before)
+        stores = [store]
+        assert store.indices_between(start, start + width) == indices_by_scan(
+            store, start, start + width
+        )
+        store.open_journal()
+        build(after, store)
+        stores.append(store.copy())
+        store.undo_journal()
+        stores.append(build(after, OverwriteStore.from_json(store.to_json())))
+        stores[-1].rollback(checkpoint)
+        for each in stores:
+            assert each.indices_between(start, start + width) == indices_by_scan(
+                each, start, start + width
+            )
+        store.clear()
+        assert store.indices_between(0, 5000) == []
 
 
 # -- deliberate fix 2 --------------------------------------------------------------------------------

@@ -87,3 +87,17 @@ def test_the_real_trace_loses_its_placeholders(corpus: Path) -> None:
     # Measured: 8 calls have no result of their own; 7 were interrupted ("[TASK RESUMPTION]") and
     # one question was answered by a plain user message.
     assert placeholders(manager.get_truncated_messages(placed, None)) == 8
+
+
+def test_remembers_only_the_pairs_it_placed() -> None:
+    """Over a growing history, pairs with nothing to place cost no memo entry; a placed pair
+    keeps its entry, and the same placed copy comes back on the next call."""
+    history: list[Any] = [U("task"), A("plan")]
+    for turn in range(50):
+        history += [A([TU(f"n{turn}")]), U([{"type": "tool_result", "tool_use_id": f"n{turn}"}])]
+    history += [A([TU("t", "read_file")]), U([T("[read_file for 'x'] Result:\n1")])]
+    placer = ResultPlacer()
+    first = placer.place(history)[-1]
+    history.append(A("done"))
+    assert placer.place(history)[-2] is first
+    assert len(placer._memo._pairs) == 1  # what the memo holds is the point

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from windowkeeper import (
     ContextOverflowError,
@@ -30,6 +32,7 @@ from windowkeeper import (
 from windowkeeper._errors import ConfigurationError
 from windowkeeper.rules._anthropic import DUPLICATE_TOOL_USE_ID
 
+from ..conftest import examples
 from .test_session import Clock
 
 TASK = {"role": "user", "content": "Add pagination to the API."}
@@ -259,6 +262,56 @@ class TestWireShape:
         assert copy.deepcopy(second) == second
         assert type(copy.deepcopy(second)[0]) is dict
         assert type(pickle.loads(pickle.dumps(second))[1]["content"]) is list
+
+    def test_only_the_changed_copy_is_made_again(self) -> None:
+        """The copies handed out are reused while unchanged; a changed one is replaced by a
+        fresh copy, the others stay the same objects (one copy kept per message sent)."""
+        session = ContextSession(context_window=200_000)
+        session.extend([TASK, *read("t1", 1), *read("t2", 1)])
+        first = session.prepare().messages
+        first[3]["content"][0]["cache_control"] = {"type": "ephemeral"}
+        second = session.prepare().messages
+        assert second[3] is not first[3]
+        assert "cache_control" not in second[3]["content"][0]
+        assert all(second[i] is first[i] for i in range(len(first)) if i != 3)
+
+    @settings(max_examples=examples(30, deep=300), deadline=None)
+    @given(st.data())
+    def test_a_mutated_request_leaves_the_next_one_as_if_untouched(self, data: Any) -> None:
+        """Whatever the caller does to the messages it got (set, delete or add keys, blocks or
+        messages, anywhere), the next request is the one a session never handed out anything
+        would send: the copies reused between requests are the caller's, never shared back."""
+        session = ContextSession(context_window=200_000)
+        untouched = ContextSession(context_window=200_000)
+        history = [TASK, *read("t1", 1), *read("t2", 1, "models.py"), *read("t3", 1)]
+        session.extend(history)
+        untouched.extend(history)
+        for turn in range(3):
+            sent = session.prepare().messages
+            expected = untouched.prepare().messages
+            assert sent == expected
+            for _ in range(data.draw(st.integers(1, 4), label="mutations")):
+                message = data.draw(st.sampled_from(sent), label="message")
+                content = message["content"]
+                if isinstance(content, str) or not content:
+                    message["content"] = [{"type": "text", "text": "changed"}]
+                    continue
+                block = data.draw(st.sampled_from(content), label="block")
+                action = data.draw(st.sampled_from(["set", "delete", "append", "inner", "list"]))
+                if action == "set":
+                    block["cache_control"] = {"type": "ephemeral"}
+                elif action == "delete" and block:
+                    block.pop(next(iter(block)))
+                elif action == "append":
+                    content.append({"type": "text", "text": "added"})
+                elif action == "inner" and isinstance(block.get("content"), list):
+                    block["content"].clear()
+                else:
+                    sent.append({"role": "user", "content": "extra"})
+            more = read(f"n{turn}", 1, f"m{turn}.py")
+            session.extend(more)
+            untouched.extend(more)
+        assert session.prepare().messages == untouched.prepare().messages
 
 
 class TestValidRequests:

@@ -186,6 +186,30 @@ class TestTaskFolder:
         assert path.stat().st_ino == inode
         assert path.read_bytes()[: len(before) - 1] == before[:-1]
 
+    def test_a_cut_then_appends_keep_the_offsets_in_place(self, tmp_path: Path) -> None:
+        """A commit that cuts the history trims the message offsets in place (no copy of the
+        whole list per commit), and the folder then reads back exactly what was committed."""
+        from windowkeeper import TaskFolderStore
+
+        store = TaskFolderStore(tmp_path)
+        v1 = store.commit(
+            Commit(0, 0, [TASK, *(message("assistant", f"m{i}") for i in range(5))], STATE, "[]")
+        )
+        offsets = store._ends
+        v2 = store.commit(Commit(v1, 3, [message("user", "after the cut")], STATE))
+        store.commit(Commit(v2, 4, [message("assistant", "next")], STATE))
+        assert store._ends is offsets
+        assert len(offsets) == 6
+        loaded = TaskFolderStore(tmp_path).load()
+        assert loaded is not None
+        assert loaded.history == [
+            TASK,
+            message("assistant", "m0"),
+            message("assistant", "m1"),
+            message("user", "after the cut"),
+            message("assistant", "next"),
+        ]
+
     def test_a_history_written_by_cline_is_adopted(self, tmp_path: Path) -> None:
         """A pretty-printed history (another program's layout) is rewritten once, then appended."""
         (tmp_path / "api_conversation_history.json").write_text(json.dumps([TASK], indent=2))

@@ -242,17 +242,17 @@ def check_history(history: Any, name: str = "history") -> None:
 
 
 class CheckMemo:
-    """:func:`check_history` that skips message objects it already checked.
+    """:func:`check_history` that skips the leading messages it already checked.
 
-    Messages are treated as values (see :class:`windowkeeper.core._pairing.RepairMemo`): a message
-    object is checked again only when it, or its content object, is not the one seen before.
-    Only the messages of the latest call are remembered. Not thread-safe; one per manager.
+    Messages are treated as values (see :mod:`windowkeeper.core._incremental`): the messages of
+    the last call that start this one, the same objects, are not checked again; the rest are.
+    Nothing is kept per message (a long history's hidden part costs no memory here). Not
+    thread-safe; one per manager.
     """
 
-    __slots__ = ("_last", "_seen")
+    __slots__ = ("_last",)
 
     def __init__(self) -> None:
-        self._seen: dict[int, tuple[Any, Any]] = {}
         self._last = Seen()
 
     def check_history(self, history: Any, name: str = "history") -> None:
@@ -262,22 +262,6 @@ class CheckMemo:
                 name, f"expected a list of messages, got {type(history).__name__}"
             )
         last = self._last
-        done = last.length
-        if len(history) >= done and last.prefix(history) == done:
-            # The last call's messages, unchanged, then new ones: check only the new ones.
-            for index in range(done, len(history)):
-                message = history[index]
-                check_message(message, f"{name}[{index}]")
-                self._seen[id(message)] = (message, message.get("content"))
-            last.remember(history)
-            return
-        known = self._seen
-        seen: dict[int, tuple[Any, Any]] = {}
-        for index, message in enumerate(history):
-            entry = known.get(id(message))
-            if entry is None or entry[0] is not message or entry[1] is not message.get("content"):
-                check_message(message, f"{name}[{index}]")
-                entry = (message, message.get("content"))
-            seen[id(message)] = entry
-        self._seen = seen
+        for index in range(last.prefix(history), len(history)):
+            check_message(history[index], f"{name}[{index}]")
         last.remember(history)

@@ -18,15 +18,17 @@ what it rebuilds its maps from loads, what makes it throw (and so start empty) r
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass
-from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
 from .._errors import CorruptStoreError
 from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
 from ._messages import Message
 from ._notices import TRUNCATION_NOTICE
+from ._store_json import parse_entries
+from ._updates import CONTENT, INPUT, TEXT, Block, EditType, Entry, Update, text_update
+from ._updates import clone as _clone
 
 if TYPE_CHECKING:
     from ._messages import JSONValue
@@ -42,97 +44,17 @@ __all__ = [
     "OverwriteStore",
     "Update",
     "add_truncation_notice",
+    "text_update",
 ]
 
 
-class EditType(IntEnum):
-    """Why a message was edited; fixed by the first edit of the message."""
-
-    UNDEFINED = 0  # the truncation notice (message 1) and the task replacement (message 0)
-    NO_FILE_READ = 1  # declared by the original, never used
-    READ_FILE_TOOL = 2
-    ALTER_FILE_TOOL = 3
-    FILE_MENTION = 4
-
-
-@dataclass(frozen=True, slots=True)
-class Update:
-    """A typed view of one stored update; its lists are copies, so changing them changes nothing."""
-
-    timestamp: JSONValue
-    kind: JSONValue
-    content: JSONValue
-    metadata: JSONValue
-
-    @property
-    def text(self) -> str | None:
-        """The new text when this is a well-formed "text" update, else None."""
-        if self.kind == "text" and isinstance(self.content, list) and self.content:
-            first = self.content[0]
-            return first if isinstance(first, str) else None
-        return None
-
-    @property
-    def new_text(self) -> str | None:
-        """The text this update puts in its block: that of a "text" or a "content" update."""
-        if self.kind in (TEXT, CONTENT, INPUT) and isinstance(self.content, list) and self.content:
-            first = self.content[0]
-            return first if isinstance(first, str) else None
-        return None
-
-    @classmethod
-    def of(cls, raw: JSONValue) -> Update:
-        """View a stored JSON value as an update; missing parts read as None."""
-        parts = [_clone(part) for part in raw[:4]] if isinstance(raw, list) else []
-        parts += [None] * (4 - len(parts))
-        return cls(*parts)
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """The updates of one content block, oldest first."""
-
-    index: Any
-    updates: tuple[Update, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """Everything recorded for one message: its edit type and its blocks, in insertion order."""
-
-    message_index: Any
-    edit_type: Any
-    blocks: tuple[Block, ...]
-
-
-TEXT = "text"
-"""The original's update kind: sets the block's text (a text block, or the first text of a
-tool_result whose content is a list)."""
-
-CONTENT = "content"
-"""windowkeeper's update kind for whole contents: a text block's text, or a tool_result's entire
-content (string or list). The original keeps such updates on load and save but applies only
-"text", so Cline ignores them."""
-
-
-INPUT = "input"
-"""windowkeeper's update kind for a tool_use block's input: the new input as JSON text. Ignored by
-the original, like "content"."""
-
-
-def text_update(
-    timestamp: int, text: str, metadata: list[Any] | None = None, kind: str = TEXT
-) -> list[Any]:
-    """The JSON value of a "text" (or ``kind``) update."""
-    return [timestamp, kind, [text], [] if metadata is None else metadata]
-
-
 class _Entry:
-    __slots__ = ("blocks", "edit_type")
+    __slots__ = ("blocks", "edit_type", "revision")
 
     def __init__(self, edit_type: Any, blocks: dict[Any, Any]) -> None:
         self.edit_type = edit_type
         self.blocks = blocks  # block key -> updates (a list, unless a loaded file said otherwise)
+        self.revision = 0  # the store's revision when a record last changed this entry
 
 
 class OverwriteStore:
@@ -143,12 +65,24 @@ class OverwriteStore:
     equal when they serialize to the same text.
     """
 
-    __slots__ = ("_counts", "_entries", "_exotic", "_journal", "_revision")
+    __slots__ = (
+        "_counts",
+        "_entries",
+        "_epoch",
+        "_exotic",
+        "_journal",
+        "_positions",
+        "_revision",
+    )
 
     def __init__(self) -> None:
         self._entries: dict[Any, _Entry] = {}
+        # The entries' keys that can be a message's index (ints >= 0), ascending: rendering
+        # looks up the visible range by bisection instead of visiting every entry.
+        self._positions: list[int] = []
         self._exotic = False  # holds floats or opaque keys: serialize on the exact slow path
         self._revision = 0
+        self._epoch = 0  # changes when many entries may have changed at once (see epoch)
         # While a journal is open: (message key, block key, entry was new, what the block held)
         self._journal: list[tuple[Any, Any, bool, Any]] | None = None
         self._counts: dict[Any, int] | None = {}  # updates per edit type; None: count again
@@ -157,6 +91,21 @@ class OverwriteStore:
     def revision(self) -> int:
         """A number that changes whenever the store does (for callers that cache its effects)."""
         return self._revision
+
+    @property
+    def epoch(self) -> int:
+        """A number that changes when any entry may have changed other than by :meth:`record`
+        (a rollback, an undone journal, a clear); between such changes, an entry's
+        :meth:`entry_revision` tells whether it changed."""
+        return self._epoch
+
+    def entry_revision(self, message_index: Any) -> int:
+        """The :attr:`revision` at which a message's entry last got an update (-1: no entry).
+
+        Lets a cache of one message's edited copy survive edits of other messages.
+        """
+        entry = self._entries.get(_lookup(message_index))
+        return -1 if entry is None else entry.revision
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -179,6 +128,16 @@ class OverwriteStore:
     def message_indices(self) -> list[JSONValue]:
         """The edited message indices, in insertion order."""
         return [_plain(key) for key in self._entries]
+
+    def indices_between(self, start: int, stop: int) -> list[int]:
+        """The edited message indices ``start <= index < stop``, ascending.
+
+        Only integer keys can match a message (the original looks entries up by number). Costs
+        the size of the answer, not of the store, so rendering the visible part of a long
+        history does not visit the entries of its hidden part.
+        """
+        positions = self._positions
+        return positions[bisect_left(positions, start) : bisect_left(positions, stop)]
 
     def update_count(self, edit_types: Collection[JSONValue] | None = None) -> int:
         """How many updates the store holds, in entries of ``edit_types`` (all when None).
@@ -236,6 +195,10 @@ class OverwriteStore:
         raw = self._raw_updates(message_index, block_index)
         return Update.of(raw[-1]) if raw else None
 
+    def has_update(self, message_index: int, block_index: int) -> bool:
+        """Whether a block has an update (what :meth:`latest` tells, without copying it)."""
+        return bool(self._raw_updates(message_index, block_index))
+
     def effective_text(self, message_index: int, block_index: int) -> str | None:
         """The text a block shows after its effective update, or None when it has none."""
         latest = self.latest(message_index, block_index)
@@ -281,6 +244,9 @@ class OverwriteStore:
             kind, odd_kind = normalize(edit_type)
             entry = self._entries[message_key] = _Entry(kind, {})
             exotic = exotic or odd_kind
+            if _is_position(message_key):
+                insort(self._positions, message_key)
+        entry.revision = self._revision
         updates = entry.blocks.get(block_key, _ABSENT)
         if self._journal is not None:
             held = len(updates) if isinstance(updates, list) else updates
@@ -313,6 +279,7 @@ class OverwriteStore:
         """Take back every :meth:`record` since :meth:`open_journal`, newest first, and stop."""
         journal, self._journal = self._journal or [], None
         self._revision += 1
+        self._epoch += 1
         self._counts = None
         for message_key, block_key, created, held in reversed(journal):
             entry = self._entries[message_key]
@@ -324,6 +291,9 @@ class OverwriteStore:
                 entry.blocks[block_key] = held
             if created:
                 del self._entries[message_key]
+                if _is_position(message_key):
+                    positions = self._positions
+                    del positions[bisect_left(positions, message_key)]
 
     def rollback(self, timestamp: float) -> None:
         """Drop every update newer than ``timestamp`` (updates at ``timestamp`` stay).
@@ -334,6 +304,7 @@ class OverwriteStore:
         is left with no blocks (also when it had none). Updates that are not a list are kept.
         """
         self._revision += 1
+        self._epoch += 1
         self._counts = None
         for message_key in list(self._entries):
             blocks = self._entries[message_key].blocks
@@ -350,13 +321,20 @@ class OverwriteStore:
                         del blocks[block_key]
             if not blocks:
                 del self._entries[message_key]
+        self._index()
 
     def clear(self) -> None:
         """Forget every update."""
         self._revision += 1
+        self._epoch += 1
         self._counts = None
         self._entries.clear()
+        self._positions = []
         self._exotic = False
+
+    def _index(self) -> None:
+        """Rebuild :attr:`_positions` from the entries (after a change to many of them)."""
+        self._positions = sorted(key for key in self._entries if _is_position(key))
 
     def copy(self) -> OverwriteStore:
         """An independent copy (no list is shared with this store)."""
@@ -365,6 +343,7 @@ class OverwriteStore:
         for key, entry in self._entries.items():
             blocks = {block_key: _clone(updates) for block_key, updates in entry.blocks.items()}
             twin._entries[key] = _Entry(_clone(entry.edit_type), blocks)
+        twin._positions = list(self._positions)
         twin._counts = None
         return twin
 
@@ -412,65 +391,15 @@ class OverwriteStore:
 
     @classmethod
     def _build(cls, value: Any, exotic: bool) -> OverwriteStore:
-        if not isinstance(value, list):
-            raise CorruptStoreError(f"top level: expected a list, got {_kind(value)}")
         store = cls()
-        for position, item in enumerate(value):
-            where = f"[{position}]"
-            message_index, body = _destructure(item, where, _ITEM)
-            if body is UNDEFINED:
-                raise CorruptStoreError(
-                    f"{where}: expected {_ITEM}, got {_kind(item)} of length {len(item)}"
-                )
-            edit_type, pairs = _destructure(body, f"{where}[1]", "[editType, blocks]")
-            blocks, odd_blocks = _new_map(pairs, f"{where}[1][1]")
-            key, odd_key = map_key(message_index)
-            store._entries[key] = _Entry(None if edit_type is UNDEFINED else edit_type, blocks)
-            exotic = exotic or odd_blocks or odd_key
+        entries, odd = parse_entries(value)
+        for key, edit_type, blocks in entries:
+            store._entries[key] = _Entry(edit_type, blocks)
+        exotic = exotic or odd
         store._exotic = exotic
         store._counts = None
+        store._index()
         return store
-
-
-_ITEM = "[messageIndex, [editType, blocks]]"
-
-
-def _destructure(value: Any, where: str, shape: str) -> tuple[Any, Any]:
-    """JavaScript's ``const [a, b] = value``: any iterable (a list, or a string by code points)."""
-    if isinstance(value, list | str):
-        items = list(value[:2])
-        items += [UNDEFINED] * (2 - len(items))
-        return items[0], items[1]
-    if value is UNDEFINED:
-        raise CorruptStoreError(f"{where}: missing, expected {shape}")
-    raise CorruptStoreError(f"{where}: expected {shape}, got {_kind(value)}")
-
-
-def _new_map(pairs: Any, where: str) -> tuple[dict[Any, Any], bool]:
-    """JavaScript's ``new Map(pairs)``, and whether any key is exotic."""
-    blocks: dict[Any, Any] = {}
-    exotic = False
-    if pairs is UNDEFINED or pairs is None or pairs == "":
-        return blocks, exotic
-    if not isinstance(pairs, list):
-        raise CorruptStoreError(
-            f"{where}: expected a list of [blockIndex, updates], got {_kind(pairs)}"
-        )
-    for position, pair in enumerate(pairs):
-        if isinstance(pair, list):
-            key = pair[0] if pair else UNDEFINED
-            updates = pair[1] if len(pair) > 1 else None
-        elif isinstance(pair, dict):  # an object works too: its "0" and "1" properties
-            key = pair.get("0", UNDEFINED)
-            updates = pair.get("1")
-        else:
-            raise CorruptStoreError(
-                f"{where}[{position}]: expected [blockIndex, updates], got {_kind(pair)}"
-            )
-        block_key, odd = map_key(key)
-        blocks[block_key] = updates
-        exotic = exotic or odd
-    return blocks, exotic
 
 
 def _is_after(update: Any, timestamp: float) -> bool:
@@ -498,6 +427,11 @@ def _lookup(index: Any) -> Any:
     return key
 
 
+def _is_position(key: Any) -> bool:
+    """Whether an entry's key can be a message's index (an int, not a bool, not negative)."""
+    return type(key) is int and key >= 0
+
+
 def _plain(key: Any) -> Any:
     if isinstance(key, OpaqueKey):
         return _clone(key.value)
@@ -518,29 +452,6 @@ def _count_key(edit_type: Any) -> Any:
 
 def _typed(updates: Any) -> tuple[Update, ...]:
     return tuple(Update.of(raw) for raw in updates) if isinstance(updates, list) else ()
-
-
-def _clone(value: Any) -> Any:
-    """A copy of a JSON value sharing no list or dict with it."""
-    if isinstance(value, list):
-        return [_clone(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _clone(item) for key, item in value.items()}
-    return value
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, dict):
-        return "an object"
-    return "a list" if isinstance(value, list) else type(value).__name__
 
 
 def add_truncation_notice(

@@ -132,10 +132,14 @@ class PairMemo:
     Not thread-safe.
     """
 
-    __slots__ = ("_output", "_pairs", "_rewrite", "_seen", "_shares")
+    __slots__ = ("_keeps_unchanged", "_output", "_pairs", "_rewrite", "_seen", "_shares")
 
     def __init__(
-        self, rewrite: Callable[[Message, Message], Message | None], *, shares: bool = False
+        self,
+        rewrite: Callable[[Message, Message], Message | None],
+        *,
+        shares: bool = False,
+        keeps_unchanged: bool = True,
     ) -> None:
         self._rewrite = rewrite
         self._pairs: dict[int, tuple[Any, Any, Any]] = {}
@@ -144,6 +148,10 @@ class PairMemo:
         # True: apply returns its own Growing output, which readers must not change (the
         # session's chain, where a copy would cost time in the whole history every turn)
         self._shares = shares
+        # False: pairs the rewrite left as they were are not remembered. For a memo over the
+        # whole history (its list only grows, so a pair is looked at again only after a change
+        # below it), that saves an entry per pair of the hidden part.
+        self._keeps_unchanged = keeps_unchanged
 
     def apply(self, messages: Sequence[Message]) -> list[Message]:
         """``messages`` in which each message after an assistant one is rewritten.
@@ -159,6 +167,9 @@ class PairMemo:
                 del output[shared:]
             output.extend(messages[shared:])
             self._scan(output, shared - 1, self._pairs)
+            if len(self._pairs) > 2 * len(output) + 64:  # pairs no longer in the list
+                live = set(map(id, output))
+                self._pairs = {key: pair for key, pair in self._pairs.items() if key in live}
         else:
             output = self._output = Growing(messages)
             self._pairs = self._scan(output, 0, {})
@@ -170,6 +181,7 @@ class PairMemo:
     ) -> dict[int, tuple[Any, Any, Any]]:
         known = self._pairs
         rewrite = self._rewrite
+        keeps_unchanged = self._keeps_unchanged
         for position in range(start, len(output) - 1):
             message = output[position]
             if not isinstance(message, dict) or message.get("role") != "assistant":
@@ -180,9 +192,11 @@ class PairMemo:
                 rewritten = entry[2]
             else:
                 rewritten = rewrite(message, following)
-            seen[id(following)] = (message, following, rewritten)
             if rewritten is not None:
+                seen[id(following)] = (message, following, rewritten)
                 output.fill(position + 1, rewritten)  # past the seam: no reader has seen it
+            elif keeps_unchanged:
+                seen[id(following)] = (message, following, None)
         return seen
 
 

@@ -23,30 +23,59 @@ __all__ = ["OverwriteMemo", "truncated_messages"]
 
 
 class OverwriteMemo:
-    """Remembers the edited copy of each message while the message and the store are unchanged.
+    """Remembers the edited copy of each message while the message and its store entry are unchanged.
 
     Messages are treated as values (see :class:`windowkeeper.core._pairing.RepairMemo`); the store is
-    compared by identity and :attr:`OverwriteStore.revision`. Reusing the copies keeps what is
-    sent identical between requests, object for object. Not thread-safe; one per manager.
+    compared by identity and :attr:`OverwriteStore.epoch`, each message's entry by
+    :meth:`OverwriteStore.entry_revision`, so an edit of some messages (a shrink masking old
+    outputs) copies those again, not every edited message. Reusing the copies keeps what is
+    sent identical between requests, object for object. Copies of messages that went into the
+    hidden range are forgotten: they can never be sent again. Not thread-safe; one per manager.
     """
 
-    __slots__ = ("_copies", "_firsts", "_last", "_notice", "_revision", "_store")
+    __slots__ = (
+        "_copies",
+        "_epoch",
+        "_firsts",
+        "_floor",
+        "_last",
+        "_notice",
+        "_revision",
+        "_store",
+    )
 
     def __init__(self) -> None:
-        self._copies: dict[int, tuple[Message, Message]] = {}
-        self._firsts: dict[int, tuple[Message, tuple[Message, bool]]] = {}
+        self._copies: dict[int, tuple[Message, int, Message]] = {}
+        self._firsts: dict[int, tuple[Message, int, tuple[Message, bool]]] = {}
         self._last: tuple[int, Seen, list[Message], bool] | None = None
         self._store: OverwriteStore | None = None
+        self._epoch = -1
         self._revision = -1
+        self._floor = FIRST_KEPT  # no copy is kept for a message from here to the visible start
         self._notice: tuple[Message, Message] | None = None
 
     def _current(self, store: OverwriteStore) -> None:
-        if self._store is not store or self._revision != store.revision:
+        if self._store is not store or self._epoch != store.epoch:
             self._copies = {}
             self._firsts = {}
             self._last = None
             self._store = store
+            self._epoch = store.epoch
             self._revision = store.revision
+        elif self._revision != store.revision:
+            self._last = None  # its output may hold copies made before the edit
+            self._revision = store.revision
+
+    def _forget_below(self, start: int) -> None:
+        """Drop the copies of messages hidden now (``FIRST_KEPT <= index < start``)."""
+        if start > self._floor:
+            self._copies = {
+                index: known
+                for index, known in self._copies.items()
+                if index < FIRST_KEPT or index >= start
+            }
+            self._firsts = {index: known for index, known in self._firsts.items() if index >= start}
+        self._floor = start
 
     def visible(
         self, history: Sequence[Message], start: int, store: OverwriteStore
@@ -64,6 +93,7 @@ class OverwriteMemo:
                 ]
                 last[1].remember(history)
                 return list(output), last[3]
+        self._forget_below(start)
         output, stripped = _visible(history, start, store, self)
         seen = Seen()
         seen.remember(history)
@@ -80,23 +110,25 @@ class OverwriteMemo:
     def first_visible(
         self, message: Message, store: OverwriteStore, index: int
     ) -> tuple[Message, bool]:
-        """:func:`_first_visible`, remembered while the message and the store are unchanged."""
+        """:func:`_first_visible`, remembered while the message and its entry are unchanged."""
         self._current(store)
+        revision = store.entry_revision(index)
         known = self._firsts.get(index)
-        if known is not None and known[0] is message:
-            return known[1]
+        if known is not None and known[0] is message and known[1] == revision:
+            return known[2]
         result = _first_visible(message, store, index)
-        self._firsts[index] = (message, result)
+        self._firsts[index] = (message, revision, result)
         return result
 
     def edited(self, message: Message, store: OverwriteStore, index: int) -> Message:
         """``message`` with the store's edits for ``index`` applied (a copy)."""
         self._current(store)
+        revision = store.entry_revision(index)
         known = self._copies.get(index)
-        if known is not None and known[0] is message:
-            return known[1]
+        if known is not None and known[0] is message and known[1] == revision:
+            return known[2]
         edited = _with_overwrites(message, store, index, None)
-        self._copies[index] = (message, edited)
+        self._copies[index] = (message, revision, edited)
         return edited
 
 
@@ -150,17 +182,13 @@ def _visible(
         else:
             output[2], stripped = _first_visible(output[2], store, start)
     if store:
-        # Visit the edited messages rather than every message. The original looks entries up
-        # by number, so only integer indices can match a message.
-        for index in store.message_indices():
-            if type(index) is not int or index < 0:
-                continue
-            if index < FIRST_KEPT:
-                position = index
-            elif start <= index < len(history):
-                position = index - start + FIRST_KEPT
-            else:
-                continue
+        # Visit the edited messages of the part sent rather than every message or entry. The
+        # original looks entries up by number, so only integer indices can match a message.
+        sent = store.indices_between(0, FIRST_KEPT)
+        if start < len(history):
+            sent += store.indices_between(start, len(history))
+        for index in sent:
+            position = index if index < FIRST_KEPT else index - start + FIRST_KEPT
             if position == FIRST_KEPT and first_hidden:
                 continue  # done above, with the orphan removal
             message = output[position]
@@ -249,7 +277,7 @@ def _with_overwrites(
         ):
             continue
         current = new_content if new_content is not None else content
-        setter = _SETTERS.get(latest.kind, with_block_text)  # type: ignore[arg-type]  # any JSON kind
+        setter = _SETTERS.get(latest.kind, with_block_text)
         block = setter(current[target], text)
         if block is not current[target]:
             if new_content is None:

@@ -257,19 +257,24 @@ def openai_wire(messages: Sequence[Message], name: str = "messages") -> list[Mes
 
 
 class _Watched:
-    """A flag shared by the copies a shaper hands out: set when any of them is changed."""
+    """A flag shared by the containers of one message's copy: set when any of them is changed,
+    which also puts it in its shaper's list of changed copies."""
 
-    __slots__ = ("changed",)
+    __slots__ = ("changed", "changes")
 
-    def __init__(self) -> None:
+    def __init__(self, changes: list[_Watched]) -> None:
         self.changed = False
+        self.changes = changes
 
 
 def _mutator(base: type, name: str) -> Any:
     method = getattr(base, name)
 
     def mutate(self: Any, *args: Any, **kwargs: Any) -> Any:
-        self._watched.changed = True
+        watched = self._watched
+        if not watched.changed:
+            watched.changed = True
+            watched.changes.append(watched)
         return method(self, *args, **kwargs)
 
     mutate.__name__ = name
@@ -369,67 +374,66 @@ def _fresh(message: Message, watched: _Watched) -> Message:
 
 
 class WireShaper:
-    """Shapes each request for the wire, remembering each message's shaped form.
+    """Shapes each request for the wire, remembering each message's copy.
 
-    The shaped form of a message object is computed once (messages are treated as values), and
-    what a caller receives is a copy of it, made again only when the caller changed the copy it
-    got last time. The copies are dicts and lists of their own subclasses (:class:`SentDict`,
-    :class:`SentList`), which read as plain ones and note any change made to them; while none
-    was changed, a request that starts with the last one's messages reuses that part whole, so a
-    steady turn costs time in its new messages only. Not thread-safe.
+    A message object is shaped once (messages are treated as values), into the copy a caller
+    receives; the same copy is handed out again while the caller has not changed it. The copies
+    are dicts and lists of their own subclasses (:class:`SentDict`, :class:`SentList`), which
+    read as plain ones and note any change made to them, per message: a changed copy is shaped
+    again from its message, the others stay. While none was changed, a request that starts
+    with the last one's messages reuses that part whole, so a steady turn costs time in its new
+    messages only, and one copy per message sent is kept. Not thread-safe.
     """
 
-    __slots__ = ("_last", "_memo", "_shape", "_watched")
+    __slots__ = ("_changes", "_last", "_memo", "_shape")
 
     def __init__(self, shape: Callable[[Message, str, list[Repair]], Message | None]) -> None:
         self._shape = shape
-        # id -> (source, shaped, repairs relative to the message, handed out copy); None for a
-        # message the shape drops
-        self._memo: dict[
-            int, tuple[Message, Message | None, tuple[Repair, ...], Message | None]
-        ] = {}
-        # the last call: sources, shaped forms, copies handed out, repairs per position
-        self._last: tuple[
-            list[Message], list[Message | None], list[Message | None], list[tuple[Repair, ...]]
-        ]
-        self._last = ([], [], [], [])
-        self._watched = _Watched()  # set when the caller changed a copy handed out
+        # id -> (source, repairs relative to the message, handed out copy, its watcher); the
+        # copy and watcher are None for a message the shape drops
+        self._memo: dict[int, tuple[Message, tuple[Repair, ...], Message | None, Any]] = {}
+        # the last call: sources, copies handed out, repairs per position
+        self._last: tuple[list[Message], list[Message | None], list[tuple[Repair, ...]]]
+        self._last = ([], [], [])
+        self._changes: list[_Watched] = []  # watchers of the copies the caller changed
 
     def shape(
         self, messages: Sequence[Message], name: str = "messages"
     ) -> tuple[list[Message], tuple[Repair, ...]]:
         """The shaped messages (caller-owned copies) and the repairs, named ``name[i]...``."""
-        sources, shaped, handed, found = self._last
+        sources, handed, found = self._last
         done = shared_prefix(sources, messages)
-        watched = self._watched
-        if watched.changed:  # the caller edited something it got: look at every message
+        if self._changes:  # the caller edited something it got: look at every message
             done = 0
-            watched.changed = False
+            self._changes.clear()
         memo = self._memo
-        out_shaped, out_handed = shaped[:done], handed[:done]
-        out_found = found[:done]
+        out_handed, out_found = handed[:done], found[:done]
         for position in range(done, len(messages)):
             message = messages[position]
             known = memo.get(id(message))
-            if known is None or known[0] is not message:
+            if (
+                known is None
+                or known[0] is not message
+                or (known[3] is not None and known[3].changed)
+            ):
                 problems: list[Repair] = []
                 form = self._shape(message, "@", problems)
-                copy = _fresh(form, watched) if form is not None else None
-                known = (message, form, tuple(problems), copy)
-            elif known[1] is not None and known[3] != known[1]:
-                known = (message, known[1], known[2], _fresh(known[1], watched))
-            memo[id(message)] = known
-            out_shaped.append(known[1])
-            out_handed.append(known[3])
-            if known[2]:
+                if form is None:
+                    known = (message, tuple(problems), None, None)
+                else:
+                    watched = _Watched(self._changes)
+                    known = (message, tuple(problems), _fresh(form, watched), watched)
+                memo[id(message)] = known
+            out_handed.append(known[2])
+            if known[1]:
                 path = f"{name}[{position}]"
                 out_found.append(
-                    tuple(Repair(r.path.replace("@", path, 1), r.detail) for r in known[2])
+                    tuple(Repair(r.path.replace("@", path, 1), r.detail) for r in known[1])
                 )
             else:
                 out_found.append(())
         if len(memo) > 2 * len(messages) + 64:  # forget messages no longer sent
             live = {id(message) for message in messages}
             self._memo = {key: entry for key, entry in memo.items() if key in live}
-        self._last = (list(messages), out_shaped, out_handed, out_found)
+        self._last = (list(messages), out_handed, out_found)
         return list(filter(None, out_handed)), tuple(chain.from_iterable(out_found))

@@ -80,7 +80,7 @@ def mask_old_context(
     masked: set[int] = set()
 
     def mask(index: int, position: int, kind: str, text: str) -> None:
-        if store.latest(index, position) is None:
+        if not store.has_update(index, position):
             update = text_update(timestamp, text, kind=kind)
             store.record(index, EditType.NO_FILE_READ, position, update)
             masked.add(index)

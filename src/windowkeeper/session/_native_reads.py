@@ -174,7 +174,7 @@ class NativeReadDetector:
                 continue
             calls = tool_calls_before(history, index)
             for position, block in enumerate(content):
-                if store.latest(index, position) is not None:
+                if store.has_update(index, position):
                     continue  # already replaced: an older copy of something
                 found = self._copy_in(block, position, index, calls, content)
                 if found is not None:

@@ -83,7 +83,7 @@ class ResultPlacer:
     __slots__ = ("_memo",)
 
     def __init__(self) -> None:
-        self._memo = PairMemo(_placed, shares=True)
+        self._memo = PairMemo(_placed, shares=True, keeps_unchanged=False)
 
     def place(self, history: Sequence[Message]) -> list[Message]:
         """``history`` with text results placed (unchanged messages are shared).

@@ -233,21 +233,29 @@ class _EmptyMessages:
     sent with a notice; the estimate must count that text, or a request at the limit goes over.
     """
 
-    __slots__ = ("_running", "_seen")
+    __slots__ = ("_known", "_running", "_seen")
 
     def __init__(self) -> None:
         self._seen = Seen()
         self._running: list[int] = [0]  # _running[i]: such messages among the first i
+        self._known: dict[int, tuple[Message, bool]] = {}  # by id: a message judged before
 
     def count(self, messages: Sequence[Message]) -> int:
         done = self._seen.prefix(messages)
         running = self._running
         del running[done + 1 :]
+        known = self._known
         for message in messages[done:]:
-            problems: list[Repair] = []
-            anthropic_message(message, "", problems)
-            empty = any(problem.detail == EMPTIED for problem in problems)
-            running.append(running[-1] + empty)
+            entry = known.get(id(message))
+            if entry is None or entry[0] is not message:
+                problems: list[Repair] = []
+                anthropic_message(message, "", problems)
+                entry = (message, any(problem.detail == EMPTIED for problem in problems))
+                known[id(message)] = entry
+            running.append(running[-1] + entry[1])
+        if len(known) > 2 * len(messages) + 64:  # forget messages no longer sent
+            live = set(map(id, messages))
+            self._known = {key: entry for key, entry in known.items() if key in live}
         self._seen.remember(messages)
         return running[-1]
 

@@ -5,23 +5,7 @@ but no tokenizer ships with the standard library, and Claude's is not public. So
 measures text in UTF-8 bytes (equal to characters for ASCII; it keeps CJK and emoji from being
 undercounted) and learns the bytes-per-token ratio from what the provider reports back.
 
-What is counted, per message (message-level extra keys such as ``ts`` or ``metrics`` are not):
-
-- string content, ``text`` blocks, ``tool_result`` contents (string or blocks), the ids that tie
-  a ``tool_use`` to its ``tool_result``, a ``tool_use``'s name and its input serialized as JSON;
-- ``thinking`` text and ``redacted_thinking`` data, kept apart (signatures are never counted).
-  Whether a provider counts the thinking of earlier turns depends on the model: in the recorded
-  traces Claude Sonnet 4.5 does not (its earlier thinking is stripped) and Claude Opus 4.5 does.
-  By default (``thinking="learn"``) thinking starts counted in full, the conservative choice, and
-  its weight (0 to 1) is then fitted from the observations; ``"count"`` and ``"ignore"`` fix it;
-- images by their documented cost, ``width * height / 750`` tokens (long edge scaled down to
-  1568 px) and at most ``max_image_tokens`` (1,600, the cost of an image the provider scaled
-  down to about 1.15 megapixels), the size read from the PNG, JPEG, GIF or WebP header of base64
-  data; ``max_image_tokens`` when the size cannot be read (a URL source, an unknown format);
-- any other block as its JSON; a fixed overhead per message and per block;
-- the Responses items a message or block carries (``responses_before``/``responses_after``:
-  reasoning, compaction, hosted tools' items), as their JSON;
-- the system prompt (a string or text blocks) and each tool definition as JSON.
+What is counted is in :mod:`windowkeeper.session._units`.
 
 How the estimate is made (:class:`CalibratedEstimator`): when the messages of the last observed
 request are a prefix of the new ones (same objects, else equal), the estimate is that request's
@@ -40,44 +24,47 @@ a copy). Nothing here mutates its inputs.
 from __future__ import annotations
 
 import copy
-import json
 import math
 import operator
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from .._errors import ConfigurationError, MalformedMessageError
-from ..core._messages import JSONValue, Message, SystemPrompt, check_message, shared_prefix
-from ..formats._responses_notes import AFTER_NOTE, BEFORE_NOTE
+from ..core._messages import JSONValue, Message, SystemPrompt, shared_prefix
+from ._anchors import Anchor as _Anchor
+from ._anchors import Digests as _Digests
+from ._anchors import anchor_value as _anchor_value
+from ._anchors import is_prefix as _is_prefix
+from ._anchors import numbers as _numbers
+from ._anchors import read_anchor as _read_anchor
+from ._calibration import Calibration as _Calibration
+from ._calibration import ThinkingPolicy
+from ._calibration import weighted_quantile as _weighted_quantile
 from ._images import MAX_IMAGE_TOKENS, image_dimensions, image_tokens
+from ._units import NO_UNITS as _NO_UNITS
+from ._units import Units as _Units
+from ._units import message_units as _message_units
+from ._units import parts as _parts
+from ._units import same_parts as _same_parts
+from ._units import system_units as _system_units
+from ._units import tools_units as _tools_units
 
 __all__ = [
     "MAX_IMAGE_TOKENS",
     "CalibratedEstimator",
+    "ThinkingPolicy",
     "TokenCounter",
     "image_dimensions",
     "image_tokens",
 ]
 
-_CARRIED_NOTES = (BEFORE_NOTE, AFTER_NOTE)
-_MESSAGE_OVERHEAD = 12  # bytes-equivalent: role and message framing
-_BLOCK_OVERHEAD = 12  # bytes-equivalent: block type and framing
-
-# Calibration. Values chosen on the recorded traces (bench/estimator_accuracy.py), where the
-# results are flat around them: decay 0.8-0.95, quantile 0.8-0.9 and window 10-40 all meet the
-# targets.
-_PRIOR_BYTES = 2000.0  # the starting ratio weighs like an observation of this many bytes
-_DECAY = 0.9  # per observation, for the ratio
-_MAX_OBSERVATION_BYTES = 16_384.0
-_THINKING_PRIOR_TOKENS = 300.0  # "thinking counted" weighs like one such observation
+# Calibration: see windowkeeper.session._calibration for the fit's own constants.
 _MARGIN_QUANTILE = 0.9
 _MARGIN_WINDOW = 20
 _MAX_MARGIN = 0.3
 _STATE_VERSION = 1
 _CALIBRATION_FIELDS = ("bytes", "tokens", "a", "w", "residual_sum", "square_sum")  # as stored
-
-ThinkingPolicy = Literal["learn", "count", "ignore"]
 
 
 class TokenCounter(Protocol):
@@ -103,203 +90,6 @@ class TokenCounter(Protocol):
     ) -> None:
         """Learn from the provider-reported input size (input + cache writes + cache reads) of a request that sent exactly these."""
         ...
-
-
-# ------------------------------------------------------------------------------------ measuring
-
-
-class _Units(NamedTuple):
-    """What a message (or a request part) weighs: text and thinking bytes, image tokens."""
-
-    text: int
-    thinking: int
-    images: int
-
-
-_NO_UNITS = _Units(0, 0, 0)
-
-
-def _utf8_len(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
-def _json_len(value: Any) -> int:
-    return _utf8_len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr))
-
-
-def _string_field(block: Mapping[str, Any], key: str, path: str) -> str:
-    value = block.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise MalformedMessageError(
-            f"{path}.{key}", f"expected a string, got {type(value).__name__}"
-        )
-    return value
-
-
-def _carried(holder: Mapping[str, Any]) -> int:
-    """Bytes of the Responses items a message or block carries (reasoning, hosted tools' items):
-    they are sent with it, so they count."""
-    total = 0
-    for key in _CARRIED_NOTES:
-        items = holder.get(key)
-        if items:
-            total += _json_len(items)
-    return total
-
-
-def _block_units(block: Mapping[str, Any], path: str, max_image_tokens: int) -> _Units:
-    kind = block.get("type")
-    text = _BLOCK_OVERHEAD + (_carried(block) if _CARRIED_NOTES[0] in block else 0)
-    if kind == "text":
-        return _Units(text + _utf8_len(_string_field(block, "text", path)), 0, 0)
-    if kind == "thinking":
-        return _Units(text, _utf8_len(_string_field(block, "thinking", path)), 0)
-    if kind == "redacted_thinking":
-        return _Units(text, _utf8_len(_string_field(block, "data", path)), 0)
-    if kind in ("image", "image_url"):
-        return _Units(text, 0, image_tokens(block, max_tokens=max_image_tokens))
-    if kind == "tool_use":
-        text += _utf8_len(_string_field(block, "id", path))
-        text += _utf8_len(_string_field(block, "name", path)) + _json_len(block.get("input", {}))
-        return _Units(text, 0, 0)
-    if kind == "tool_result":
-        text += _utf8_len(_string_field(block, "tool_use_id", path))
-        content = block.get("content", "")
-        if isinstance(content, str):
-            return _Units(text + _utf8_len(content), 0, 0)
-        if not isinstance(content, list):
-            raise MalformedMessageError(
-                f"{path}.content",
-                f"expected a string or a list of blocks, got {type(content).__name__}",
-            )
-        thinking = images = 0
-        for position, inner in enumerate(content):
-            inner_path = f"{path}.content[{position}]"
-            if not isinstance(inner, Mapping) or not isinstance(inner.get("type"), str):
-                raise MalformedMessageError(
-                    inner_path, "expected a block dict with a string 'type'"
-                )
-            units = _block_units(inner, inner_path, max_image_tokens)
-            text += units.text
-            thinking += units.thinking
-            images += units.images
-        return _Units(text, thinking, images)
-    return _Units(text + _json_len(block), 0, 0)
-
-
-def _message_units(message: Message, path: str, max_image_tokens: int) -> _Units:
-    check_message(message, path)
-    content = message["content"]
-    overhead = _MESSAGE_OVERHEAD + _carried(message)
-    if isinstance(content, str):
-        return _Units(overhead + _utf8_len(content), 0, 0)
-    text, thinking, images = overhead, 0, 0
-    for position, block in enumerate(content):
-        units = _block_units(block, f"{path}.content[{position}]", max_image_tokens)
-        text += units.text
-        thinking += units.thinking
-        images += units.images
-    return _Units(text, thinking, images)
-
-
-def _system_units(system: Any, max_image_tokens: int) -> _Units:
-    if system is None:
-        return _NO_UNITS
-    if isinstance(system, str):
-        return _Units(_utf8_len(system), 0, 0)
-    if isinstance(system, Sequence) and not isinstance(system, bytes | bytearray):
-        text = images = 0
-        for position, block in enumerate(system):
-            if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
-                raise ConfigurationError(
-                    f"system[{position}]: expected a text block dict, got {type(block).__name__}"
-                )
-            units = _block_units(block, f"system[{position}]", max_image_tokens)
-            text += units.text
-            images += units.images
-        return _Units(text, 0, images)
-    raise ConfigurationError(
-        f"system: expected None, a string or a list of text blocks, got {type(system).__name__}"
-    )
-
-
-def _tools_units(tools: Any) -> int:
-    if tools is None:
-        return 0
-    if not isinstance(tools, Sequence) or isinstance(tools, str | bytes | bytearray):
-        raise ConfigurationError(
-            f"tools: expected a list of tool definitions, got {type(tools).__name__}"
-        )
-    total = 0
-    for position, tool in enumerate(tools):
-        if not isinstance(tool, Mapping):
-            raise ConfigurationError(
-                f"tools[{position}]: expected a tool definition dict, got {type(tool).__name__}"
-            )
-        total += _BLOCK_OVERHEAD + _json_len(dict(tool))
-    return total
-
-
-def _is_prefix(previous: tuple[Message, ...], messages: Sequence[Message]) -> bool:
-    """Whether ``previous`` starts ``messages``: by identity (fast), then by equality."""
-    if len(messages) < len(previous):
-        return False
-    if all(map(operator.is_, previous, messages)):
-        return True
-    return all(old is new or old == new for old, new in zip(previous, messages, strict=False))
-
-
-# ---------------------------------------------------------------------------------- calibrating
-
-
-class _Calibration:
-    """tokens ≈ a * (text + w * thinking), fitted from the deltas between observations.
-
-    ``a`` (tokens per byte) is a decayed ratio of sums: each observation makes the older ones
-    weigh ``_DECAY`` times less, so it follows a conversation whose content changes; the prior
-    weighs like ``_PRIOR_BYTES`` bytes read at the starting ratio, and no observation weighs
-    more than ``_MAX_OBSERVATION_BYTES`` (one huge tool output must not set the ratio for long).
-    ``w`` (how much of the thinking the provider counts, 0 to 1) does not drift within a
-    conversation, so it is a least-squares fit of what the text leaves unexplained, over all
-    observations, starting at 1 (counted, the conservative side) with the weight of one
-    observation of ``_THINKING_PRIOR_TOKENS`` thinking tokens.
-    """
-
-    def __init__(self, tokens_per_byte: float, thinking: ThinkingPolicy) -> None:
-        self.thinking = thinking
-        self.bytes = _PRIOR_BYTES
-        self.tokens = _PRIOR_BYTES * tokens_per_byte
-        self.a = tokens_per_byte
-        self.w = 0.0 if thinking == "ignore" else 1.0
-        self.residual_sum = _THINKING_PRIOR_TOKENS**2  # sum of x * r, x the thinking tokens
-        self.square_sum = _THINKING_PRIOR_TOKENS**2  # sum of x * x
-
-    def predict(self, text: float, thinking: float) -> float:
-        return self.a * (text + self.w * thinking)
-
-    def add(self, text: float, thinking: float, tokens: float) -> None:
-        if thinking and self.thinking == "learn":
-            x = self.a * thinking
-            self.residual_sum += x * (tokens - self.a * text)
-            self.square_sum += x * x
-            self.w = min(1.0, max(0.0, self.residual_sum / self.square_sum))
-        size = text + self.w * thinking
-        weight = min(1.0, _MAX_OBSERVATION_BYTES / size) if size > 0 else 1.0
-        self.bytes = _DECAY * self.bytes + weight * size
-        self.tokens = _DECAY * self.tokens + weight * tokens
-        self.a = self.tokens / self.bytes
-
-
-class _Anchor(NamedTuple):
-    """The last observed request: what it sent and what the provider reported for it."""
-
-    messages: tuple[Message, ...]
-    totals: _Units  # of the messages
-    system_units: _Units
-    tools_units: int
-    reported: int
 
 
 class _Snapshot(NamedTuple):
@@ -679,107 +469,6 @@ class CalibratedEstimator:
             return
         keep = {id(message) for message in (*anchored, *counted, *messages)}
         self._cache = {key: entry for key, entry in self._cache.items() if key in keep}
-
-
-class _Digests:
-    """A digest of messages by value (what a restored anchor is recognised by), chained message
-    by message so that a request sharing a prefix with the last one dumps only what is new.
-
-    The prefix is shared by identity: messages are values, and a session hands the counter the
-    same objects for the messages that did not change (a full dump per commit was several
-    milliseconds on a 600-message request, more than the rest of the turn).
-    """
-
-    __slots__ = ("_chain", "_messages")
-
-    def __init__(self) -> None:
-        self._messages: list[Message] = []
-        self._chain: list[bytes] = [b""]  # _chain[i]: the digest of the first i messages
-
-    def of(self, messages: Sequence[Message]) -> str:
-        """The hex digest of ``messages``."""
-        known, chain = self._messages, self._chain
-        shared, limit = 0, min(len(known), len(messages))
-        while shared < limit and known[shared] is messages[shared]:
-            shared += 1
-        del known[shared:]
-        del chain[shared + 1 :]
-        from hashlib import sha256  # noqa: PLC0415 - a calibrated counter's, not the import's
-
-        for message in messages[shared:]:
-            text = json.dumps(
-                message, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=repr
-            )
-            chain.append(sha256(chain[-1] + text.encode("utf-8", "surrogatepass")).digest())
-            known.append(message)
-        return chain[len(messages)].hex() if messages else sha256(b"").hexdigest()
-
-
-def _anchor_value(anchor: _Anchor) -> list[Any]:
-    return [*anchor.totals, *anchor.system_units[::2], anchor.tools_units, anchor.reported]
-
-
-def _numbers(value: Any, count: int, what: str) -> list[float]:
-    if (
-        not isinstance(value, list)
-        or len(value) != count
-        or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            for v in value
-        )
-    ):
-        raise ValueError(f"{what}: expected {count} finite numbers")
-    return [float(v) for v in value]
-
-
-def _read_anchor(value: Any, count: int, what: str) -> tuple[_Anchor, tuple[int, str] | None]:
-    if not isinstance(value, list) or len(value) != count:
-        raise ValueError(f"{what}: expected {count} values")
-    counts = value[:7]
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts):
-        raise ValueError(f"{what}: expected counts >= 0")
-    text, thinking, images, system_text, system_images, tools, reported = counts
-    anchor = _Anchor(
-        (), _Units(text, thinking, images), _Units(system_text, 0, system_images), tools, reported
-    )
-    if count == 7:
-        return anchor, None
-    length, digest = value[7:]
-    if isinstance(length, bool) or not isinstance(length, int) or length < 0:
-        raise ValueError(f"{what}: expected a message count")
-    if not isinstance(digest, str) or len(digest) != 64:
-        raise ValueError(f"{what}: expected a sha256 digest")
-    return anchor, (length, digest)
-
-
-def _weighted_quantile(samples: Sequence[tuple[float, float]], quantile: float) -> float:
-    """The ``quantile`` of the values of (value, weight) pairs, each counted by its weight."""
-    ranked = sorted(samples)
-    target = quantile * sum(weight for _, weight in ranked)
-    seen = 0.0
-    for value, weight in ranked:
-        seen += weight
-        if seen >= target:
-            return value
-    return ranked[-1][0]
-
-
-def _parts(value: Any) -> tuple[Any, ...] | None:
-    """What a system prompt or tool list is made of, to notice a change by identity."""
-    if value is None or isinstance(value, str):
-        return (value,)
-    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
-        return tuple(value)
-    return None  # not a valid value: measuring it raises
-
-
-def _same_parts(old: tuple[Any, ...] | None, new: tuple[Any, ...] | None) -> bool:
-    return (
-        old is not None
-        and new is not None
-        and len(old) == len(new)
-        and all(map(operator.is_, old, new))
-    )
 
 
 def _holds(check: Callable[[], object]) -> bool:

@@ -28,13 +28,12 @@ class UniqueToolIds:
     are forgotten and made again. Not thread-safe.
     """
 
-    __slots__ = ("_added", "_copies", "_in", "_out", "_renames", "_seen")
+    __slots__ = ("_copies", "_in", "_out", "_renames", "_seen")
 
     def __init__(self) -> None:
         self._in = Seen()  # the history looked at last
         self._out = Growing()  # what apply returned for it
         self._seen: set[str] = set()
-        self._added: dict[int, list[str]] = {}  # message index -> the ids it added to _seen
         # assistant index -> (block position -> new id, old id -> new id for the next message)
         self._renames: dict[int, tuple[dict[int, str], dict[str, list[str]]]] = {}
         self._copies: dict[int, tuple[Message, Message]] = {}
@@ -42,7 +41,7 @@ class UniqueToolIds:
     def reset(self) -> None:
         """Forget everything: the next :meth:`apply` looks at the whole history again."""
         self._in, self._out = Seen(), Growing()
-        self._seen, self._added, self._renames, self._copies = set(), {}, {}, {}
+        self._seen, self._renames, self._copies = set(), {}, {}
 
     def renamed(self) -> dict[int, dict[int, str]]:
         """Message index -> block position -> new id, for every tool_use block renamed."""
@@ -50,8 +49,9 @@ class UniqueToolIds:
 
     def _forget(self, start: int, end: int) -> None:
         """Drop the decisions about messages ``start`` to ``end`` (exclusive)."""
-        for index in range(start, end):
-            for added in self._added.pop(index, ()):
+        out = self._out  # what was sent for them: the ids each one added, as sent
+        for index in range(start, min(end, len(out))):
+            for added in _tool_use_ids(out[index]):
                 self._seen.discard(added)
             self._renames.pop(index, None)
             self._copies.pop(index, None)
@@ -69,14 +69,12 @@ class UniqueToolIds:
                 continue
             positions: dict[int, str] = {}
             answers: dict[str, list[str]] = {}  # old id -> the ids of its uses here, in order
-            added: list[str] = []
             for position, block in enumerate(content):
                 old = block.get("id") if isinstance(block, dict) else None
                 if not isinstance(old, str) or block.get("type") != "tool_use":
                     continue
                 if old not in seen:
                     seen.add(old)
-                    added.append(old)
                     answers.setdefault(old, []).append(old)
                     continue
                 count = 2
@@ -84,11 +82,8 @@ class UniqueToolIds:
                     count += 1
                 new = f"{old}_{count}"
                 seen.add(new)
-                added.append(new)
                 positions[position] = new
                 answers.setdefault(old, []).append(new)
-            if added:
-                self._added[index] = added
             if positions:
                 # The k-th result for an id answers its k-th use (kept ids map to themselves).
                 self._renames[index] = (positions, answers)
@@ -146,3 +141,17 @@ class UniqueToolIds:
         copy = {**message, "content": blocks}
         self._copies[index] = (message, copy)
         return copy
+
+
+def _tool_use_ids(message: Message) -> list[str]:
+    """The string ids of an assistant message's tool_use blocks (what it added to the seen ids)."""
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return []
+    return [
+        block["id"]
+        for block in content
+        if isinstance(block, dict)
+        and block.get("type") == "tool_use"
+        and isinstance(block.get("id"), str)
+    ]

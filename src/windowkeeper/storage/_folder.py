@@ -539,9 +539,8 @@ class TaskFolderStore:
         self._version = version
         self._last_commit_id = commit.commit_id
         if rewrite:
-            self._ends = [*self._ends[: commit.keep + 1], *added]
-        else:
-            self._ends.extend(added)  # no copy: an append costs what it appends
+            del self._ends[commit.keep + 1 :]  # in place: a cut costs what it cuts, not a copy
+        self._ends.extend(added)  # an append costs what it appends
         self._tail = tail
         self._foreign = False
         self._stat = self._history_stat()
