@@ -99,7 +99,7 @@ class OverwriteStore:
         :meth:`entry_revision` tells whether it changed."""
         return self._epoch
 
-    def entry_revision(self, message_index: Any) -> int:
+    def entry_revision(self, message_index: JSONValue) -> int:
         """The :attr:`revision` at which a message's entry last got an update (-1: no entry).
 
         Lets a cache of one message's edited copy survive edits of other messages.

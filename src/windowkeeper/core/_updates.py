@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._messages import JSONValue
 
 __all__ = [
     "CONTENT",
@@ -38,10 +41,10 @@ class EditType(IntEnum):
 class Update:
     """A typed view of one stored update; its lists are copies, so changing them changes nothing."""
 
-    timestamp: Any
-    kind: Any
-    content: Any
-    metadata: Any
+    timestamp: JSONValue
+    kind: JSONValue
+    content: JSONValue
+    metadata: JSONValue
 
     @property
     def text(self) -> str | None:
@@ -60,7 +63,7 @@ class Update:
         return None
 
     @classmethod
-    def of(cls, raw: Any) -> Update:
+    def of(cls, raw: JSONValue) -> Update:
         """View a stored JSON value as an update; missing parts read as None."""
         parts = [clone(part) for part in raw[:4]] if isinstance(raw, list) else []
         parts += [None] * (4 - len(parts))

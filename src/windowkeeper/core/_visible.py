@@ -277,7 +277,7 @@ def _with_overwrites(
         ):
             continue
         current = new_content if new_content is not None else content
-        setter = _SETTERS.get(latest.kind, with_block_text)
+        setter = _SETTERS.get(latest.kind, with_block_text)  # type: ignore[arg-type]  # any JSON kind
         block = setter(current[target], text)
         if block is not current[target]:
             if new_content is None:

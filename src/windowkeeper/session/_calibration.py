@@ -13,6 +13,11 @@ __all__ = ["Calibration", "ThinkingPolicy", "weighted_quantile"]
 _PRIOR_BYTES = 2000.0  # the starting ratio weighs like an observation of this many bytes
 _DECAY = 0.9  # per observation, for the ratio
 _MAX_OBSERVATION_BYTES = 16_384.0
+# One delta says the added text costs at most this many times fewer tokens than predicted: a
+# delta also carries any change in how the anchor's request was reported (an anchor reported
+# denser than the next report makes what was added look cheap), and a ratio learnt too cheap
+# sends requests over the window. The dense side is not bounded (it errs safe).
+_MAX_CHEAPER = 1.25
 _THINKING_PRIOR_TOKENS = 300.0  # "thinking counted" weighs like one such observation
 
 ThinkingPolicy = Literal["learn", "count", "ignore"]
@@ -24,7 +29,8 @@ class Calibration:
     ``a`` (tokens per byte) is a decayed ratio of sums: each observation makes the older ones
     weigh ``_DECAY`` times less, so it follows a conversation whose content changes; the prior
     weighs like ``_PRIOR_BYTES`` bytes read at the starting ratio, and no observation weighs
-    more than ``_MAX_OBSERVATION_BYTES`` (one huge tool output must not set the ratio for long).
+    more than ``_MAX_OBSERVATION_BYTES`` (one huge tool output must not set the ratio for long),
+    and none counts for fewer than ``1 / _MAX_CHEAPER`` of the tokens ``a`` predicts for it.
     ``w`` (how much of the thinking the provider counts, 0 to 1) does not drift within a
     conversation, so it is a least-squares fit of what the text leaves unexplained, over all
     observations, starting at 1 (counted, the conservative side) with the weight of one
@@ -51,6 +57,7 @@ class Calibration:
             self.w = min(1.0, max(0.0, self.residual_sum / self.square_sum))
         size = text + self.w * thinking
         weight = min(1.0, _MAX_OBSERVATION_BYTES / size) if size > 0 else 1.0
+        tokens = max(tokens, self.a * size / _MAX_CHEAPER)  # the thinking fit saw it unbounded
         self.bytes = _DECAY * self.bytes + weight * size
         self.tokens = _DECAY * self.tokens + weight * tokens
         self.a = self.tokens / self.bytes

@@ -13,8 +13,10 @@ reported size plus a margin-padded estimate of what was added (new messages, and
 tools difference); this absorbs everything invisible to us (the provider's own framing, a system
 prompt the caller did not pass). Otherwise the whole request is estimated from the calibrated
 ratio, plus the part of the last observation the ratio could not explain. Each prefix-extending
-observation calibrates the ratio from its delta (a decayed ratio of sums), and the margin
-follows the recent out-of-sample errors of those deltas, so underestimates stay rare.
+observation calibrates the ratio from its delta (a decayed ratio of sums; one delta moves it
+only a little towards fewer tokens, as an inflated earlier report makes a delta look cheap),
+and the margin follows the recent out-of-sample errors of those deltas, so underestimates stay
+rare.
 
 Counted messages are remembered by identity, so an anchored count costs time in the new messages
 only: treat a message as frozen once it was counted (windowkeeper never edits one in place; edit
