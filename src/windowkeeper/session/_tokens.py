@@ -29,8 +29,10 @@ reported size plus a margin-padded estimate of what was added (new messages, and
 tools difference); this absorbs everything invisible to us (the provider's own framing, a system
 prompt the caller did not pass). Otherwise the whole request is estimated from the calibrated
 ratio, plus the part of the last observation the ratio could not explain. Each prefix-extending
-observation calibrates the ratio from its delta (a decayed ratio of sums), and the margin
-follows the recent out-of-sample errors of those deltas, so underestimates stay rare.
+observation calibrates the ratio from its delta (a decayed ratio of sums; one delta moves it
+only a little towards fewer tokens, as an inflated earlier report makes a delta look cheap),
+and the margin follows the recent out-of-sample errors of those deltas, so underestimates stay
+rare.
 
 Counted messages are remembered by identity, so an anchored count costs time in the new messages
 only: treat a message as frozen once it was counted (windowkeeper never edits one in place; edit
@@ -74,6 +76,11 @@ _MAX_OBSERVATION_BYTES = 16_384.0
 _THINKING_PRIOR_TOKENS = 300.0  # "thinking counted" weighs like one such observation
 _MARGIN_QUANTILE = 0.9
 _MARGIN_WINDOW = 20
+# One delta says the added text costs at most this many times fewer tokens than predicted: a
+# delta also carries any change in how the anchor's request was reported (an anchor reported
+# denser than the next report makes what was added look cheap), and a ratio learnt too cheap
+# sends requests over the window. The dense side is not bounded (it errs safe).
+_MAX_CHEAPER = 1.25
 _MAX_MARGIN = 0.3
 _STATE_VERSION = 1
 _CALIBRATION_FIELDS = ("bytes", "tokens", "a", "w", "residual_sum", "square_sum")  # as stored
@@ -261,7 +268,8 @@ class _Calibration:
     ``a`` (tokens per byte) is a decayed ratio of sums: each observation makes the older ones
     weigh ``_DECAY`` times less, so it follows a conversation whose content changes; the prior
     weighs like ``_PRIOR_BYTES`` bytes read at the starting ratio, and no observation weighs
-    more than ``_MAX_OBSERVATION_BYTES`` (one huge tool output must not set the ratio for long).
+    more than ``_MAX_OBSERVATION_BYTES`` (one huge tool output must not set the ratio for long),
+    and none counts for fewer than ``1 / _MAX_CHEAPER`` of the tokens ``a`` predicts for it.
     ``w`` (how much of the thinking the provider counts, 0 to 1) does not drift within a
     conversation, so it is a least-squares fit of what the text leaves unexplained, over all
     observations, starting at 1 (counted, the conservative side) with the weight of one
@@ -288,6 +296,7 @@ class _Calibration:
             self.w = min(1.0, max(0.0, self.residual_sum / self.square_sum))
         size = text + self.w * thinking
         weight = min(1.0, _MAX_OBSERVATION_BYTES / size) if size > 0 else 1.0
+        tokens = max(tokens, self.a * size / _MAX_CHEAPER)  # the thinking fit saw it unbounded
         self.bytes = _DECAY * self.bytes + weight * size
         self.tokens = _DECAY * self.tokens + weight * tokens
         self.a = self.tokens / self.bytes
