@@ -1,0 +1,89 @@
+"""Compaction pinned on one small history: what each request of an in-band fold sends and says.
+
+A 10,000-token window (limit 8,000), the task and six reads of 5,000 characters (1,250 tokens
+each, 7,993 tokens in all): the request passes the in-band threshold, so the session asks the
+model for a summary; the reply is folded; later requests keep the fold. Each row states which
+messages are sent, which actions are reported, and whether the session is summarizing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from windowkeeper import ContextSession
+
+from .policy_tables import TASK, actions, session, tool_ids, turn
+
+SUMMARY = "SUMMARY: the parser is half done; m5.py is next."
+FOLDED = "[windowkeeper: this result was folded into the summary that follows]"
+
+
+def _asked() -> tuple[ContextSession, Any]:
+    keeper = session(summarize="in-band", keep_recent_tokens=1_000, mask_keep_recent=None)
+    keeper.append(TASK)
+    for number in range(6):
+        keeper.extend(turn(number, 5_000))
+    return keeper, keeper.prepare()
+
+
+class TestInBandFold:
+    def test_the_ask_is_the_whole_request_plus_the_instruction(self) -> None:
+        keeper, asked = _asked()
+        assert asked.summary_requested
+        assert asked.actions == ()
+        assert asked.deleted_range is None
+        assert tool_ids(asked.messages) == ["t0", "t1", "t2", "t3", "t4", "t5"]
+        last = asked.messages[-1]["content"]
+        assert [block["type"] for block in last] == ["tool_result", "text"]
+        assert last[1]["text"].startswith("[windowkeeper: context compaction]")
+        assert keeper.summarizing  # the ask's turn is the newest
+
+    def test_the_reply_is_folded_and_never_sent(self) -> None:
+        keeper, _ = _asked()
+        keeper.append({"role": "assistant", "content": SUMMARY})
+        assert keeper.summarizing  # the reply, not yet folded
+        folded = keeper.prepare()
+        assert actions(folded) == [
+            ("summarize-in-band", (2, 3, 4, 5, 6, 7, 8, 9, 10), (2, 10)),
+        ]
+        assert folded.deleted_range == (2, 10)
+        assert not folded.summary_requested
+        assert [m["role"] for m in folded.messages] == [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+        ]
+        assert folded.messages[:2] == [TASK, turn(0, 5_000)[0]]
+        result, continuation = folded.messages[2]["content"]
+        assert result == {"type": "tool_result", "tool_use_id": "t0", "content": FOLDED}
+        assert SUMMARY in continuation["text"]
+        assert "m0.py, m1.py, m2.py, m3.py, m4.py" in continuation["text"]  # the ledger's reads
+        assert folded.messages[3:] == turn(5, 5_000)  # the kept tail, as written
+        assert SUMMARY not in str(folded.messages[3:])  # the reply itself is not sent
+        assert keeper.summarizing  # the summary is still the newest message
+
+    def test_the_next_turns_keep_the_fold_without_a_refold(self) -> None:
+        keeper, _ = _asked()
+        keeper.append({"role": "assistant", "content": SUMMARY})
+        keeper.prepare()
+        keeper.extend(turn(6, 100))
+        assert not keeper.summarizing
+        later = keeper.prepare()
+        assert actions(later) == []  # the fold covers everything hidden: nothing to report
+        assert later.deleted_range == (2, 10)
+        assert not later.summary_requested  # the request right after a fold never asks
+        assert tool_ids(later.messages) == ["t0", "t5", "t6"]
+        assert SUMMARY in later.messages[2]["content"][1]["text"]
+
+    def test_a_reply_that_is_not_a_summary_is_declined_and_sent(self) -> None:
+        keeper, _ = _asked()
+        keeper.extend(turn(6, 100))  # the model called a tool instead of summarizing
+        assert not keeper.summarizing
+        declined = keeper.prepare()
+        assert [(a.step, a.deleted_range) for a in declined.actions][:1] == [
+            ("summary-declined", None)
+        ]
+        assert "not a summary" in (declined.actions[0].reason or "")
+        assert "t6" in tool_ids(declined.messages)
