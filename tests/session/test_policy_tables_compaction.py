@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from windowkeeper import ContextSession
+from windowkeeper.session.steps import fold_point
 
 from .policy_tables import TASK, actions, session, tool_ids, turn
 
@@ -87,3 +90,31 @@ class TestInBandFold:
         ]
         assert "not a summary" in (declined.actions[0].reason or "")
         assert "t6" in tool_ids(declined.messages)
+
+
+FOUR_K = [TASK, *turn(0, 4_000), *turn(1, 4_000), *turn(2, 4_000)]
+
+
+class TestFoldPoint:
+    """Where a fold cuts: the latest assistant message whose tail (from it to the end, about four
+    characters of JSON a token) holds ``keep_recent_tokens``, past the first pair and ``start``.
+
+    The view is the task and three reads of 4,000 characters; the newest turn (messages 5-6) is
+    1,062 tokens by that measure, the last two turns (messages 3-6) 2,124.
+    """
+
+    @pytest.mark.parametrize(
+        ("start", "keep", "point"),
+        [
+            (0, 1, 5),
+            (0, 1_062, 5),  # the newest turn holds exactly the tail asked for
+            (0, 1_063, 3),  # one token more: the turn before it is kept too
+            (0, 2_124, 3),
+            (0, 2_125, None),  # nothing may fold but the first pair: no cut
+            (3, 1, 5),
+            (3, 1_063, None),  # message 3 is where the hidden part ends: it cannot be the cut
+            (5, 1, None),  # the newest turn's answer is never folded
+        ],
+    )
+    def test_the_cut(self, start: int, keep: int, point: int | None) -> None:
+        assert fold_point(FOUR_K, start, keep) == point
