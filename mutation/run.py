@@ -19,7 +19,9 @@ would make every mutant look killed, so it stops the run; its time sets the per-
 Options: ``--paths`` (files or folders under src/windowkeeper; default ``session``),
 ``--sample N`` with ``--seed S`` (a seeded random sample of N mutants; all without it),
 ``--only MODULE:LINE ...`` (the mutants of chosen lines, e.g. ``session/_request.py:192``),
-``--list`` (print the chosen mutants and their mutated lines, run nothing), ``--timeout``
+``--what OPERATOR`` (only that operator, e.g. ``"Lt -> LtE"``), ``--tests FILE ...`` (those
+tests in one run instead of the map: does a new test kill a mutant?), ``--list`` (print the
+chosen mutants and their mutated lines, run nothing), ``--timeout``
 (seconds per mutant), ``--no-baseline``.
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import copy
 import json
 import os
@@ -266,6 +269,7 @@ class Sandbox:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            start_new_session=True,  # its own process group: close() ends the test run with it
         )
         self._answer()
 
@@ -309,12 +313,10 @@ class Sandbox:
         return self._answer()["code"] == 0
 
     def close(self) -> None:
-        if self.worker.stdin is not None:
-            self.worker.stdin.close()
-        try:
-            self.worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.worker.kill()
+        """End the worker and the test run it may be waiting for, then remove the copy."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.worker.pid, signal.SIGKILL)
+        self.worker.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -324,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=0)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--only", nargs="*", default=[])
+    parser.add_argument("--what", default="", help='only this operator, e.g. "Lt -> LtE"')
+    parser.add_argument("--tests", nargs="*", default=[], help="these tests instead of the map")
     parser.add_argument("--list", action="store_true")
     parser.add_argument("--timeout", type=float, default=0)
     parser.add_argument("--no-baseline", action="store_true")
@@ -331,7 +335,13 @@ def main(argv: list[str] | None = None) -> int:
     table = tomllib.loads((HERE / "tests.toml").read_text())
     equivalents = read_equivalents(HERE / "equivalent.txt")
     every = all_mutants([PACKAGE / p for p in args.paths])
-    chosen = [m for m in every if not args.only or m.place in args.only]
+    chosen = [
+        m
+        for m in every
+        if (not args.only or m.place in args.only) and (not args.what or m.what == args.what)
+    ]
+    if args.tests:  # one run of the tests given, for every module
+        table = {"first": args.tests, "default": [], "modules": {}}
     if 0 < args.sample < len(chosen):
         chosen = random.Random(args.seed).sample(chosen, args.sample)
         chosen.sort(key=lambda m: (m.module, m.line, m.column, m.what))

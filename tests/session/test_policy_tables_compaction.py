@@ -15,7 +15,7 @@ import pytest
 from windowkeeper import ContextSession
 from windowkeeper.session.steps import fold_point
 
-from .policy_tables import TASK, actions, session, tool_ids, turn
+from .policy_tables import TASK, actions, session, tokens, tool_ids, turn
 
 SUMMARY = "SUMMARY: the parser is half done; m5.py is next."
 FOLDED = "[windowkeeper: this result was folded into the summary that follows]"
@@ -118,3 +118,27 @@ class TestFoldPoint:
     )
     def test_the_cut(self, start: int, keep: int, point: int | None) -> None:
         assert fold_point(FOUR_K, start, keep) == point
+
+
+class TestLedgerFold:
+    """``summarize=True``: the pre-flight folds with the ledger alone, one action, nothing more."""
+
+    def test_one_fold_covers_the_hidden_turns_and_reports_nothing_else(self) -> None:
+        keeper = session(summarize=True, keep_recent_tokens=1_000, mask_keep_recent=None)
+        keeper.append(TASK)
+        for number in range(7):
+            keeper.extend(turn(number, 5_000))
+        prepared = keeper.prepare()
+        assert [
+            (a.step, a.messages, a.deleted_range, a.tokens_before, a.tokens_after)
+            for a in prepared.actions
+        ] == [("summarize", tuple(range(2, 13)), (2, 12), 8_885, 1_424)]
+        assert prepared.deleted_range == (2, 12)
+        assert prepared.preflight_acted
+        assert prepared.messages[:2] == [TASK, turn(0, 5_000)[0]]
+        result, continuation = prepared.messages[2]["content"]
+        assert result == {"type": "tool_result", "tool_use_id": "t0", "content": FOLDED}
+        assert "No summary of them is available" in continuation["text"]
+        assert "Files read: m0.py, m1.py, m2.py, m3.py, m4.py, m5.py" in continuation["text"]
+        assert prepared.messages[3:] == turn(6, 5_000)
+        assert prepared.estimated_tokens == tokens(prepared.messages) == 1_424

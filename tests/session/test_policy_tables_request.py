@@ -101,3 +101,27 @@ class TestRangeBounds:
         with pytest.raises(InvalidRangeError, match=r"deleted_range \(.*\): indices must be >= 0"):
             keeper.deleted_range = bad
         assert keeper.deleted_range is None
+
+
+class TestEstimate:
+    """With an exact counter, ``estimated_tokens`` is the count of the messages sent."""
+
+    EMPTIED = "[windowkeeper: this message had no content the provider accepts.]"
+
+    def test_an_empty_answer_is_counted_with_its_notice_before_and_after_hiding(self) -> None:
+        keeper = session(mask_keep_recent=None)
+        keeper.extend([TASK, {"role": "assistant", "content": ""}])
+        keeper.extend([{"role": "user", "content": "go on"}, *turn(1, 100)])
+        whole = keeper.prepare()
+        assert whole.messages[1]["content"] == [{"type": "text", "text": self.EMPTIED}]
+        assert whole.estimated_tokens == tokens(whole.messages) == 83
+        for number in range(2, 8):
+            keeper.extend(turn(number, 6_000))
+        hidden = keeper.prepare()  # message 1 now carries the truncation notice instead
+        assert actions(hidden) == [("hide-turns", (), (2, 7)), ("hide-turns", (), (2, 11))]
+        assert hidden.messages[1]["content"] == [{"type": "text", "text": TRUNCATION_NOTICE}]
+        assert hidden.estimated_tokens == tokens(hidden.messages) == 3_161
+        keeper.extend(turn(9, 10))
+        later = keeper.prepare()
+        assert later.actions == ()
+        assert later.estimated_tokens == tokens(later.messages) == 3_181
