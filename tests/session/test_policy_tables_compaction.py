@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import ContextSession
+from windowkeeper import ContextSession, SummaryRequest
 from windowkeeper.session.steps import fold_point
 
-from .policy_tables import TASK, actions, session, tokens, tool_ids, turn
+from .policy_tables import TASK, actions, call, result, session, tokens, tool_ids, turn
 
 SUMMARY = "SUMMARY: the parser is half done; m5.py is next."
 FOLDED = "[windowkeeper: this result was folded into the summary that follows]"
@@ -142,3 +142,49 @@ class TestLedgerFold:
         assert "Files read: m0.py, m1.py, m2.py, m3.py, m4.py, m5.py" in continuation["text"]
         assert prepared.messages[3:] == turn(6, 5_000)
         assert prepared.estimated_tokens == tokens(prepared.messages) == 1_424
+
+
+class TestSummarizerFold:
+    """A summarizer callable: what it is given (the ledger) and what the continuation shows."""
+
+    EXACT = "w" * 299 + "!"  # an instruction of exactly the 300 characters an earlier one shows
+
+    def _fold(self) -> tuple[list[SummaryRequest], Any]:
+        asked: list[SummaryRequest] = []
+
+        def summarizer(request: SummaryRequest) -> str:
+            asked.append(request)
+            return SUMMARY
+
+        keeper = session(summarize=summarizer, keep_recent_tokens=1_000, mask_keep_recent=None)
+        history: list[dict[str, Any]] = [TASK]
+        for number in range(22):
+            history.append({"role": "assistant", "content": f"answer {number}"})
+            words = self.EXACT if number == 2 else f"instruction {number}"
+            history.append({"role": "user", "content": words})
+        history += [call(30, "shell", command=["bash", "-lc", "make test"]), result(30, "ok")]
+        history += [call(31, "shell", command=["git", "commit", "-m"]), result(31, "ok")]
+        for number in range(7):
+            history += turn(number, 5_000)
+        keeper.extend(history)
+        return asked, keeper.prepare()
+
+    def test_the_summarizer_gets_the_ledger_of_what_it_folds(self) -> None:
+        asked, prepared = self._fold()
+        assert actions(prepared) == [("summarize", tuple(range(2, 61)), (2, 60))]
+        [request] = asked
+        assert request.ledger.task == "Fix the parser."
+        assert request.ledger.commands == ("make test", "git commit -m")  # bash -lc: its script
+        assert len(request.ledger.instructions) == 22
+        assert request.ledger.instructions[2] == self.EXACT
+        assert request.ledger.latest_instruction == "instruction 21"
+
+    def test_the_continuation_shows_the_latest_twenty_instructions_whole(self) -> None:
+        _, prepared = self._fold()
+        text = prepared.messages[2]["content"][-1]["text"]
+        assert SUMMARY in text
+        shown = [line[2:] for line in text.splitlines() if line.startswith("- instruction ")]
+        assert shown == [f"instruction {number}" for number in range(3, 22)]
+        assert "(2 earlier instructions not shown)" in text
+        assert f"\n- {self.EXACT}\n" in text  # exactly 300 characters: not cut
+        assert "Commands run (oldest first):\n- `make test`\n- `git commit -m`" in text
