@@ -8,7 +8,11 @@ whenever a sync cuts decisions away, so usage reported before the cut is known t
 
 from __future__ import annotations
 
-from windowkeeper import ContextSession, Synced
+from typing import Any
+
+import pytest
+
+from windowkeeper import ContextSession, StorageError, Synced, TokenUsage
 
 from ..counters import RuleCounter
 from .policy_tables import TASK, tokens, turn
@@ -50,3 +54,69 @@ class TestSyncCuts:
         assert keeper.sync([TASK, *turn(0, 10)]) == Synced(kept=3, appended=0, dropped=1)
         # (2, 2) would now hide the last message: the range goes
         assert (keeper.state.generation, keeper.deleted_range) == (2, None)
+
+
+class _BreakingStore:
+    """A store that keeps nothing and, once ``broken``, refuses every commit."""
+
+    name = "memory:breaking"
+
+    def __init__(self) -> None:
+        self.broken = False
+        self.version = 0
+
+    def load(self) -> None:
+        return None
+
+    def commit(self, commit: object) -> int:
+        if self.broken:
+            raise StorageError("disk full")
+        self.version += 1
+        return self.version
+
+    def close(self) -> None:
+        return None
+
+
+class _LearningCounter(RuleCounter):
+    """The exact counter with a learnt state: ``snapshot()`` and, if ``restores``, ``restore``."""
+
+    def __init__(self, restores: bool) -> None:
+        super().__init__(tokens)
+        self.learnt = 0
+        self.restored: list[object] = []
+        if restores:
+            self.restore = self.restored.append
+
+    def snapshot(self) -> object:
+        return ("learnt", self.learnt)
+
+    def observe(self, *args: Any, **kwargs: Any) -> None:
+        self.learnt += 1
+
+
+class TestAFailedCommitOfUsage:
+    """``record_usage`` learns, then commits; when the commit fails, the learning is undone (if
+    the counter can restore) and the store's own error reaches the caller."""
+
+    @staticmethod
+    def _failing(counter: _LearningCounter) -> ContextSession:
+        store = _BreakingStore()
+        keeper = ContextSession(10_000, store=store, counter=counter, clock=lambda: 5_000)
+        keeper.extend([TASK, *turn(0, 10)])
+        keeper.prepare()
+        store.broken = True
+        with pytest.raises(StorageError, match="disk full"):
+            keeper.record_usage(TokenUsage(tokens_in=50, tokens_out=5))
+        return keeper
+
+    def test_the_counter_is_restored_to_what_it_knew_before(self) -> None:
+        counter = _LearningCounter(restores=True)
+        keeper = self._failing(counter)
+        assert counter.restored == [("learnt", 0)]
+        assert keeper.state.usage is None  # the failed report decides nothing
+
+    def test_a_counter_without_restore_lets_the_store_error_through(self) -> None:
+        counter = _LearningCounter(restores=False)
+        self._failing(counter)
+        assert counter.learnt == 1
