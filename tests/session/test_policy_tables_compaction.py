@@ -188,3 +188,21 @@ class TestSummarizerFold:
         assert "(2 earlier instructions not shown)" in text
         assert f"\n- {self.EXACT}\n" in text  # exactly 300 characters: not cut
         assert "Commands run (oldest first):\n- `make test`\n- `git commit -m`" in text
+
+
+class TestRefold:
+    def test_over_the_limit_right_after_a_fold_the_old_summary_covers_more(self) -> None:
+        """No new summary on the request after a fold: the turns folded now get into the ledger,
+        the summary stays, and the action says which messages and what range."""
+        keeper, _ = _asked()
+        keeper.append({"role": "assistant", "content": SUMMARY})
+        keeper.prepare()
+        keeper.extend(turn(6, 30_000))
+        prepared = keeper.prepare()
+        assert actions(prepared) == [("refold", (11, 12, 13), (2, 13))]
+        assert prepared.deleted_range == (2, 13)
+        assert tool_ids(prepared.messages) == ["t0", "t6"]
+        continuation = prepared.messages[2]["content"][1]["text"]
+        assert SUMMARY in continuation
+        assert "m0.py, m1.py, m2.py, m3.py, m4.py, m5.py" in continuation
+        assert prepared.estimated_tokens == tokens(prepared.messages)
