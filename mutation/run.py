@@ -213,7 +213,7 @@ def is_equivalent(mutant: Mutant, equivalents: list[Equivalent]) -> Equivalent |
     return None
 
 
-def stages(module: str, table: dict[str, Any]) -> list[list[str]]:
+def stages(module: str, table: dict[str, Any], root: Path = ROOT) -> list[list[str]]:
     """The test files for ``module``, in two runs: its own list (``[modules]``) with the
     ``first`` tier, then the rest of ``default`` only if those pass. Most mutants die in the
     first run, which collects a few files instead of every one (collection is most of a run's
@@ -223,9 +223,9 @@ def stages(module: str, table: dict[str, Any]) -> list[list[str]]:
     for patterns in ([*table["modules"].get(module, []), *table["first"]], table["default"]):
         run: list[str] = []
         for pattern in patterns:
-            matches = sorted(ROOT.glob(pattern)) if any(c in pattern for c in "*?[") else None
+            matches = sorted(root.glob(pattern)) if any(c in pattern for c in "*?[") else None
             for name in (
-                [p.relative_to(ROOT).as_posix() for p in matches]
+                [p.relative_to(root).as_posix() for p in matches]
                 if matches is not None
                 else [pattern]
             ):
@@ -238,20 +238,28 @@ def stages(module: str, table: dict[str, Any]) -> list[list[str]]:
 
 
 class Sandbox:
-    """A private copy of the package, on ``PYTHONPATH`` ahead of the editable checkout, and a
-    pytest fork server (``mutation/worker.py``) that runs the tests against it."""
+    """A private copy of the package and of the tests, frozen when the run starts (editing the
+    checkout meanwhile changes nothing the run judges), with the package's copy on
+    ``PYTHONPATH`` ahead of the editable checkout, and a pytest fork server
+    (``mutation/worker.py``) that runs the tests against it."""
 
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="windowkeeper-mutants-"))
-        shutil.copytree(
-            PACKAGE, self.folder / "windowkeeper", ignore=shutil.ignore_patterns("__pycache__")
-        )
-        paths = [str(self.folder), str(ROOT), os.environ.get("PYTHONPATH", "")]
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(PACKAGE, self.folder / "windowkeeper", ignore=ignore)
+        self.checkout = self.folder / "checkout"
+        shutil.copytree(ROOT / "tests", self.checkout / "tests", ignore=ignore)
+        shutil.copy2(ROOT / "pyproject.toml", self.checkout / "pyproject.toml")
+        paths = [str(self.folder), str(self.checkout), os.environ.get("PYTHONPATH", "")]
         self.env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join(filter(None, paths)),
             "PYTHONPYCACHEPREFIX": str(self.folder / "pycache"),
             "HYPOTHESIS_STORAGE_DIRECTORY": str(self.folder / "hypothesis"),
+            # the tests find ../shared from their checkout: point them at the real one
+            "WINDOWKEEPER_SHARED": os.environ.get(
+                "WINDOWKEEPER_SHARED", str(ROOT.parent / "shared")
+            ),
         }
         probe = subprocess.run(
             [sys.executable, "-c", "import windowkeeper; print(windowkeeper.__file__)"],
@@ -264,7 +272,7 @@ class Sandbox:
             raise SystemExit(f"the copy is not the package imported: {probe.stdout.strip()}")
         self.worker = subprocess.Popen(
             [sys.executable, str(HERE / "worker.py")],
-            cwd=ROOT,
+            cwd=self.checkout,
             env=self.env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -368,7 +376,9 @@ def _run(
     args: argparse.Namespace,
 ) -> int:
     # One baseline over every test file any mutant uses; its time bounds each mutant's run.
-    union = sorted({test for m in chosen for run in stages(m.module, table) for test in run})
+    union = sorted(
+        {test for m in chosen for run in stages(m.module, table, sandbox.checkout) for test in run}
+    )
     limit = args.timeout or 600.0
     if not args.no_baseline and union:
         started = time.monotonic()
@@ -388,7 +398,7 @@ def _run(
         if entry is not None:
             skipped.append((mutant, entry))
             verdict = "equivalent"
-        elif sandbox.tests_pass(stages(mutant.module, table), limit, mutant):
+        elif sandbox.tests_pass(stages(mutant.module, table, sandbox.checkout), limit, mutant):
             survived.append(mutant)
             verdict = "SURVIVED"
         else:
