@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from windowkeeper import (
+    ConfigurationError,
     ContextOverflowError,
     ContextSession,
     InvalidRangeError,
@@ -27,7 +28,6 @@ from windowkeeper import (
     WindowkeeperError,
     validate_messages,
 )
-from windowkeeper._errors import ConfigurationError
 from windowkeeper.rules._anthropic import DUPLICATE_TOOL_USE_ID
 
 from .test_session import Clock

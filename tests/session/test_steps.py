@@ -6,11 +6,17 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import ConfigurationError, TokenUsage, validate_messages
-from windowkeeper._errors import StepError, WindowkeeperError
-from windowkeeper.core._overwrites import EditType, text_update
-from windowkeeper.session._clipping import Clip
-from windowkeeper.session._session import ContextSession
+from windowkeeper import (
+    Clip,
+    ConfigurationError,
+    ContextSession,
+    EditType,
+    StepError,
+    TokenUsage,
+    WindowkeeperError,
+    validate_messages,
+)
+from windowkeeper.core._overwrites import text_update
 from windowkeeper.session.steps import (
     Action,
     ClipLargeBlocks,
