@@ -184,33 +184,30 @@ def all_mutants(paths: list[Path]) -> list[Mutant]:
 class Equivalent:
     module: str
     what: str
-    original: str
+    mutated: str  # the mutated line, stripped: it tells apart two mutants of one line
     reason: str
 
 
 def read_equivalents(path: Path) -> list[Equivalent]:
-    """``mutation/equivalent.txt``: one mutant a line, ``module | operator | line | reason``."""
+    """``mutation/equivalent.txt``: one mutant a line, ``module | operator | mutated line | reason``."""
     found = []
     for number, row in enumerate(path.read_text().splitlines(), 1):
         if not row.strip() or row.startswith("#"):
             continue
         fields = [field.strip() for field in row.split(" | ")]
         if len(fields) != 4 or not fields[3]:
-            raise SystemExit(f"{path}:{number}: want 'module | operator | line | reason'")
+            raise SystemExit(f"{path}:{number}: want 'module | operator | mutated line | reason'")
         found.append(Equivalent(*fields))
     return found
 
 
 def is_equivalent(mutant: Mutant, equivalents: list[Equivalent]) -> Equivalent | None:
-    """Matched by module, operator and line text (not number, which moves as the file grows)."""
-    for entry in equivalents:
-        if (entry.module, entry.what, entry.original) == (
-            mutant.module,
-            mutant.what,
-            mutant.original,
-        ):
-            return entry
-    return None
+    """Matched by module, operator and mutated line (not number, which moves as the file grows)."""
+    candidates = [e for e in equivalents if (e.module, e.what) == (mutant.module, mutant.what)]
+    if not candidates:
+        return None
+    mutated = mutant.mutated()
+    return next((entry for entry in candidates if entry.mutated == mutated), None)
 
 
 def stages(module: str, table: dict[str, Any], root: Path = ROOT) -> list[list[str]]:
