@@ -210,6 +210,21 @@ def is_equivalent(mutant: Mutant, equivalents: list[Equivalent]) -> Equivalent |
     return next((entry for entry in candidates if entry.mutated == mutated), None)
 
 
+def stale(equivalents: list[Equivalent], every: list[Mutant]) -> list[Equivalent]:
+    """Entries of ``equivalent.txt`` for files among ``every`` that match none of its mutants
+    (the code moved on): they would otherwise hide nothing, silently."""
+    modules = {m.module for m in every}
+    return [
+        entry
+        for entry in equivalents
+        if entry.module in modules
+        and not any(
+            (m.module, m.what) == (entry.module, entry.what) and m.mutated() == entry.mutated
+            for m in every
+        )
+    ]
+
+
 def stages(module: str, table: dict[str, Any], root: Path = ROOT) -> list[list[str]]:
     """The test files for ``module``, in two runs: its own list (``[modules]``) with the
     ``first`` tier, then the rest of ``default`` only if those pass. Most mutants die in the
@@ -340,6 +355,10 @@ def main(argv: list[str] | None = None) -> int:
     table = tomllib.loads((HERE / "tests.toml").read_text())
     equivalents = read_equivalents(HERE / "equivalent.txt")
     every = all_mutants([PACKAGE / p for p in args.paths])
+    for entry in stale(equivalents, every):
+        print(
+            f"equivalent.txt: no such mutant any more, remove or update: {entry.module} {entry.mutated}"
+        )
     chosen = [
         m
         for m in every
