@@ -81,3 +81,41 @@ def test_a_request_prepared_between_a_call_and_its_result_keeps_the_rename() -> 
     answered = keeper.prepare()
     assert answered.messages == SENT
     assert answered.repairs == (_renamed(3, "call_0_2"), _renamed(5, "call_0_3"))
+
+
+def test_a_users_words_before_the_result_are_merged_after_it() -> None:
+    """Two user messages in a row are sent as one, its tool_result first (as the API asks)."""
+    keeper = session()
+    words = {"role": "user", "content": "wait, also check b.py"}
+    keeper.extend([TASK, _call(0, "t0"), words, _result("t0", "x = 1")])
+    prepared = keeper.prepare()
+    assert prepared.messages[2:] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t0", "content": "x = 1"},
+                {"type": "text", "text": "wait, also check b.py"},
+            ],
+        }
+    ]
+    assert prepared.repairs == ()
+
+
+def test_two_assistant_messages_are_merged_with_the_thinking_first() -> None:
+    keeper = session()
+    thinking = {"type": "thinking", "thinking": "hm", "signature": "s"}
+    keeper.extend([TASK, {"role": "assistant", "content": "Let me look."}])
+    keeper.append({"role": "assistant", "content": [thinking, {"type": "text", "text": "ok"}]})
+    keeper.append({"role": "user", "content": "go"})
+    prepared = keeper.prepare()
+    assert prepared.messages[1:] == [
+        {
+            "role": "assistant",
+            "content": [
+                thinking,
+                {"type": "text", "text": "Let me look."},
+                {"type": "text", "text": "ok"},
+            ],
+        },
+        {"role": "user", "content": "go"},
+    ]
