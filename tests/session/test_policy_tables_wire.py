@@ -119,3 +119,26 @@ def test_two_assistant_messages_are_merged_with_the_thinking_first() -> None:
         },
         {"role": "user", "content": "go"},
     ]
+
+
+def test_a_task_started_over_is_merged_afresh() -> None:
+    """After a sync that restarts the task, the new history's runs are merged like any other,
+    whatever the request before it looked like."""
+    keeper = session()
+    keeper.extend([TASK, _call(0, "t0"), _result("t0", "one")])
+    keeper.prepare()
+    task = {"role": "user", "content": "New task: write docs."}
+    more = {"role": "user", "content": "Start with the README."}
+    restarted = [task, more, {"role": "assistant", "content": "On it."}]
+    assert keeper.sync([*restarted, {"role": "user", "content": "go"}]).restarted
+    assert keeper.prepare().messages == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "New task: write docs."},
+                {"type": "text", "text": "Start with the README."},
+            ],
+        },
+        {"role": "assistant", "content": "On it."},
+        {"role": "user", "content": "go"},
+    ]
