@@ -206,3 +206,19 @@ class TestRefold:
         assert SUMMARY in continuation
         assert "m0.py, m1.py, m2.py, m3.py, m4.py, m5.py" in continuation
         assert prepared.estimated_tokens == tokens(prepared.messages)
+
+
+class TestDefaultKeep:
+    def test_a_large_window_keeps_at_most_eight_thousand_tokens_verbatim(self) -> None:
+        """Window 50,000 (limit 40,000): a quarter of the limit is 10,000, so the default tail is
+        the cap, 8,000 tokens, which the newest turn (31,752 characters) holds exactly."""
+        keeper = session(50_000, summarize=True, mask_keep_recent=None)
+        history = [TASK]
+        for number in range(5):
+            history += turn(number, 30_000)
+        keeper.extend([*history, *turn(5, 31_752)])
+        assert fold_point(keeper.history, 0, 8_000) == 11
+        assert fold_point(keeper.history, 0, 8_001) == 9
+        prepared = keeper.prepare()
+        assert [(a.step, a.deleted_range) for a in prepared.actions] == [("summarize", (2, 10))]
+        assert tool_ids(prepared.messages) == ["t0", "t5"]
