@@ -61,6 +61,7 @@ _FRAME = b"\x00\x11\x08" + (150).to_bytes(2, "big") + (300).to_bytes(2, "big") +
         (b"GIF89a" + _SIZE[:3], "image/gif", 1_609),  # one byte short: size unknown
         (b"\xff\xd8\xff\xc0" + _FRAME, "image/jpeg", 69),  # baseline frame
         (b"\xff\xd8\xff\xc9" + _FRAME, "image/jpeg", 69),  # arithmetic-coded frame (SOF9)
+        (b"\xff\xd8\xff\xff\xc0" + _FRAME, "image/jpeg", 69),  # a fill byte before the marker
         (b"\x00" * 12, "image/png", 1_609),  # no format known: the documented ceiling
     ],
 )
