@@ -59,6 +59,8 @@ _FRAME = b"\x00\x11\x08" + (150).to_bytes(2, "big") + (300).to_bytes(2, "big") +
     [
         (b"GIF89a" + _SIZE, "image/gif", 69),  # a 300 x 150 header of exactly ten bytes
         (b"GIF89a" + _SIZE[:3], "image/gif", 1_609),  # one byte short: size unknown
+        (b"GIF89a" + bytes(2) + _SIZE[2:], "image/gif", 1_609),  # 0 pixels wide: not a size
+        (b"GIF89a" + _SIZE[:2] + bytes(2), "image/gif", 1_609),  # 0 pixels high
         (b"\xff\xd8\xff\xc0" + _FRAME, "image/jpeg", 69),  # baseline frame
         (b"\xff\xd8\xff\xc9" + _FRAME, "image/jpeg", 69),  # arithmetic-coded frame (SOF9)
         (b"\xff\xd8\xff\xff\xc0" + _FRAME, "image/jpeg", 69),  # a fill byte before the marker
