@@ -8,11 +8,19 @@ whenever a sync cuts decisions away, so usage reported before the cut is known t
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
-from windowkeeper import ContextSession, StorageError, Synced, TokenUsage
+from windowkeeper import (
+    ContextSession,
+    InvalidUsageError,
+    StorageError,
+    Synced,
+    TokenUsage,
+    usage_from_sdk,
+)
 
 from ..counters import RuleCounter
 from .policy_tables import TASK, tokens, turn
@@ -120,3 +128,26 @@ class TestAFailedCommitOfUsage:
         counter = _LearningCounter(restores=False)
         self._failing(counter)
         assert counter.learnt == 1
+
+
+class TestValuesHandedBack:
+    def test_a_prepared_request_and_a_checkpoint_are_frozen(self) -> None:
+        keeper = _still()
+        keeper.extend([TASK, *turn(0, 10)])
+        prepared = keeper.prepare()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            prepared.estimated_tokens = 0  # type: ignore[misc]
+        checkpoint = keeper.checkpoint()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            checkpoint.history_length = 0  # type: ignore[misc]
+
+    @pytest.mark.parametrize(("count", "taken"), [(10**15 - 1, True), (10**15, False)])
+    def test_a_usage_count_is_taken_up_to_below_ten_to_the_fifteen(
+        self, count: int, taken: bool
+    ) -> None:
+        report = {"input_tokens": count, "output_tokens": 1}
+        if taken:
+            assert usage_from_sdk(report) == TokenUsage(tokens_in=count, tokens_out=1)
+        else:
+            with pytest.raises(InvalidUsageError, match=r"usage\.input_tokens"):
+                usage_from_sdk(report)
