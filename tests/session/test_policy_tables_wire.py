@@ -142,3 +142,30 @@ def test_a_task_started_over_is_merged_afresh() -> None:
         {"role": "assistant", "content": "On it."},
         {"role": "user", "content": "go"},
     ]
+
+
+def test_an_openai_history_is_sent_back_in_the_shape_it_came_in() -> None:
+    """``format="openai"``: a user's single text block after a tool message comes back as the
+    plain string, the tool call's null content stays null; nothing else changes."""
+    history = [
+        {"role": "user", "content": "Fix the parser."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "x = 1"},
+        {"role": "user", "content": [{"type": "text", "text": "go on"}]},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "thanks"},
+    ]
+    keeper = session(format="openai")
+    keeper.extend(history)
+    sent = keeper.prepare().messages
+    assert sent == [*history[:3], {"role": "user", "content": "go on"}, *history[4:]]
