@@ -21,6 +21,7 @@ from windowkeeper import (
     TokenUsage,
     usage_from_sdk,
 )
+from windowkeeper.session.steps import Action
 
 from ..counters import RuleCounter
 from .policy_tables import TASK, tokens, turn
@@ -140,6 +141,9 @@ class TestValuesHandedBack:
         checkpoint = keeper.checkpoint()
         with pytest.raises(dataclasses.FrozenInstanceError):
             checkpoint.history_length = 0  # type: ignore[misc]
+        action = Action("hide-turns", deleted_range=(2, 3))
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            action.deleted_range = None  # type: ignore[misc]
 
     @pytest.mark.parametrize(("count", "taken"), [(10**15 - 1, True), (10**15, False)])
     def test_a_usage_count_is_taken_up_to_below_ten_to_the_fifteen(

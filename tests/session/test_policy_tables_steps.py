@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from windowkeeper import ContextOverflowError, Prepared
-from windowkeeper.session.steps import ReplaceDuplicateReads
+from windowkeeper import Clip, ContextOverflowError, Prepared, StepError
+from windowkeeper.session.steps import Action, Draft, ReplaceDuplicateReads
 
 from .policy_tables import TASK, actions, call, result, session
 
@@ -48,3 +48,23 @@ def test_a_command_reading_one_file_has_its_older_copies_replaced(command: str) 
 def test_a_command_reading_no_single_file_is_left_alone(command: str) -> None:
     with pytest.raises(ContextOverflowError):
         _prepare(command)
+
+
+class _ClipsTheSameTwice:
+    """A faulty step: clips message 2's result to 1,000 characters on every round."""
+
+    name = "same-clip"
+    repeats = True
+
+    def apply(self, draft: Draft) -> Action | None:
+        clip = Clip(message_index=2, block_index=0, kept=1_000)
+        draft.clip(clip)
+        return Action(self.name, messages=(2,), clips=(clip,))
+
+
+def test_a_step_that_clips_a_block_again_no_tighter_is_stopped() -> None:
+    keeper = session(steps=[_ClipsTheSameTwice()])
+    keeper.extend([TASK, call(0, "bash", command="ls"), result(0, "z" * 40_000)])
+    keeper.extend([call(1, "bash", command="ls"), result(1, "z" * 40_000)])  # still over after
+    with pytest.raises(StepError, match=r"re-clipped \(2, 0\) to 1000, not tighter than \[1000\]"):
+        keeper.prepare()
