@@ -18,7 +18,8 @@ would make every mutant look killed, so it stops the run; its time sets the per-
 
 Options: ``--paths`` (files or folders under src/windowkeeper; default ``session``),
 ``--sample N`` with ``--seed S`` (a seeded random sample of N mutants; all without it),
-``--only MODULE:LINE ...`` (the mutants of chosen lines, e.g. ``session/_request.py:192``),
+``--only MODULE:LINE ...`` (the mutants of chosen lines, e.g. ``session/_request.py:192``; with
+``--sample``, those of the sample: re-run a sample's survivors),
 ``--what OPERATOR`` (only that operator, e.g. ``"Lt -> LtE"``), ``--tests FILE ...`` (those
 tests in one run instead of the map: does a new test kill a mutant?), ``--list`` (print the
 chosen mutants and their mutated lines, run nothing), ``--timeout``
@@ -359,16 +360,17 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"equivalent.txt: no such mutant any more, remove or update: {entry.module} {entry.mutated}"
         )
+    chosen = every
+    if 0 < args.sample < len(chosen):  # the sample first: --only then picks among it
+        chosen = random.Random(args.seed).sample(chosen, args.sample)
+        chosen.sort(key=lambda m: (m.module, m.line, m.column, m.what))
     chosen = [
         m
-        for m in every
+        for m in chosen
         if (not args.only or m.place in args.only) and (not args.what or m.what == args.what)
     ]
     if args.tests:  # one run of the tests given, for every module
         table = {"first": args.tests, "default": [], "modules": {}}
-    if 0 < args.sample < len(chosen):
-        chosen = random.Random(args.seed).sample(chosen, args.sample)
-        chosen.sort(key=lambda m: (m.module, m.line, m.column, m.what))
     print(f"{len(every)} mutants, running {len(chosen)} (seed {args.seed})", flush=True)
     if args.list:
         for mutant in chosen:
