@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import json
 
-from windowkeeper.session._clipping import (
-    MIN_KEPT_CHARS,
-    Clip,
-    apply_clips,
-    clip_text,
-    clippable_blocks,
-)
+from windowkeeper import Clip
+from windowkeeper.session._clipping import MIN_KEPT_CHARS, apply_clips, clip_text, clippable_blocks
 
 
 class TestClipText:

@@ -10,10 +10,15 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import ConfigurationError, ContextSession, TokenUsage, validate_messages
+from windowkeeper import (
+    ConfigurationError,
+    ContextSession,
+    SummaryRequest,
+    TokenUsage,
+    validate_messages,
+)
 from windowkeeper.session._ledger import LEDGER_HEADING, build_ledger
 from windowkeeper.session._ledger_text import TASK_ABOVE
-from windowkeeper.session._summary import SummaryRequest
 from windowkeeper.session.steps import SummarizeTurns, default_steps
 from windowkeeper.session.steps._summarize import LedgerUpTo
 

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from windowkeeper import Ledger
 from windowkeeper.session._ledger import (
     LEDGER_HEADING,
-    Ledger,
     LedgerBuilder,
     build_ledger,
     clip,

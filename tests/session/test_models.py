@@ -10,15 +10,16 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import WindowkeeperError, context_window_info
-from windowkeeper.session._models import (
+from windowkeeper import (
     ModelInfo,
     ModelTableError,
     UnknownModelWarning,
-    load_model_table,
+    WindowkeeperError,
+    context_window_info,
     lookup_model,
     model_window,
 )
+from windowkeeper.session._models import load_model_table
 
 
 def _shipped() -> dict[str, Any]:

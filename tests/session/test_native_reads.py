@@ -8,9 +8,15 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import ClineReadDetector, ContextManager, OverwriteStore, validate_messages
+from windowkeeper import (
+    ClineReadDetector,
+    ContextManager,
+    NativeReadDetector,
+    OverwriteStore,
+    validate_messages,
+)
 from windowkeeper.core._file_reads import savings_ratio
-from windowkeeper.session._native_reads import NativeReadDetector, normalize_path
+from windowkeeper.session._native_reads import normalize_path
 
 from ..builders import tool_result, tool_use
 

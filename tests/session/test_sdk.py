@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import InvalidUsageError, TokenUsage, WindowkeeperError
-from windowkeeper.session._sdk import usage_from_sdk
+from windowkeeper import InvalidUsageError, TokenUsage, WindowkeeperError, usage_from_sdk
 
 
 class TestAnthropicShapes:

@@ -11,13 +11,13 @@ import pytest
 
 from windowkeeper import (
     ContextOverflowError,
+    ContextSession,
     InvalidUsageError,
     MalformedMessageError,
     TokenUsage,
     validate_messages,
 )
 from windowkeeper.core._notices import TRUNCATION_NOTICE
-from windowkeeper.session._session import ContextSession
 
 from ..counters import RuleCounter
 

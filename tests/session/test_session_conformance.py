@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import ClineReadDetector, TokenUsage
+from windowkeeper import ClineReadDetector, ContextSession, TokenUsage
 from windowkeeper.formats._wire import anthropic_wire
-from windowkeeper.session._session import ContextSession, finish_request
+from windowkeeper.session._session import finish_request
 
 from ..cline.test_conformance import ALL_VECTORS, _expand, _resolve
 from ..counters import RuleCounter

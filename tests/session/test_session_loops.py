@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from windowkeeper import (
+    ConfigurationError,
     ContextOverflowError,
     ContextSession,
     InvalidRangeError,
@@ -29,7 +30,6 @@ from windowkeeper import (
     WindowkeeperError,
     validate_messages,
 )
-from windowkeeper._errors import ConfigurationError
 from windowkeeper.rules._anthropic import DUPLICATE_TOOL_USE_ID
 
 from ..conftest import examples

@@ -51,6 +51,7 @@ from hypothesis.stateful import (
 )
 
 from windowkeeper import (
+    CalibratedEstimator,
     Checkpoint,
     ContextOverflowError,
     ContextSession,
@@ -59,7 +60,6 @@ from windowkeeper import (
 )
 from windowkeeper.formats import to_anthropic, validate_openai
 from windowkeeper.session._clipping import MIN_KEPT_CHARS
-from windowkeeper.session._tokens import CalibratedEstimator
 
 from ..conftest import examples
 from ..doubles import AnthropicDouble, OpenAIDouble

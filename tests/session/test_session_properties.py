@@ -8,8 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper import ContextOverflowError, TokenUsage, validate_messages
-from windowkeeper.session._session import ContextSession
+from windowkeeper import ContextOverflowError, ContextSession, TokenUsage, validate_messages
 
 from ..counters import RuleCounter
 from ..strategies import conversations

@@ -7,18 +7,10 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import ContextSession, TaskFolderError, TokenUsage
-from windowkeeper.session._clipping import Clip
+from windowkeeper import Clip, ContextSession, TaskFolderError, TokenUsage
+from windowkeeper.session import CompactionState, Fold, SessionState
 from windowkeeper.session._ledger import build_ledger
-from windowkeeper.session._state import (
-    STATE_VERSION,
-    CompactionState,
-    Fold,
-    SessionState,
-    cut_state,
-    state_from_json,
-    state_to_json,
-)
+from windowkeeper.session._state import STATE_VERSION, cut_state, state_from_json, state_to_json
 from windowkeeper.session._summary import continuation
 from windowkeeper.storage import Commit, Snapshot
 

@@ -6,10 +6,15 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import ConfigurationError, TokenUsage, validate_messages
-from windowkeeper._errors import StepError, WindowkeeperError
-from windowkeeper.session._clipping import Clip
-from windowkeeper.session._session import ContextSession
+from windowkeeper import (
+    Clip,
+    ConfigurationError,
+    ContextSession,
+    StepError,
+    TokenUsage,
+    WindowkeeperError,
+    validate_messages,
+)
 from windowkeeper.session.steps import (
     Action,
     ClipLargeBlocks,

@@ -10,12 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper import MalformedMessageError, validate_messages
+from windowkeeper import Ledger, MalformedMessageError, SummaryRequest, validate_messages
 from windowkeeper.core._condense import SUMMARY_SECTIONS
-from windowkeeper.session._ledger import LEDGER_HEADING, Ledger, build_ledger, missing_items
+from windowkeeper.session._ledger import LEDGER_HEADING, build_ledger, missing_items
 from windowkeeper.session._ledger_text import TASK_ABOVE
 from windowkeeper.session._summary import (
-    SummaryRequest,
     checked_summary,
     continuation,
     summary_instruction,

@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import ConfigurationError, MalformedMessageError
-from windowkeeper.session._tokens import (
-    MAX_IMAGE_TOKENS,
+from windowkeeper import (
     CalibratedEstimator,
+    ConfigurationError,
+    MalformedMessageError,
     TokenCounter,
-    image_dimensions,
-    image_tokens,
 )
+from windowkeeper.session._tokens import MAX_IMAGE_TOKENS, image_dimensions, image_tokens
 
 from ..builders import assistant, image_block, user
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from windowkeeper.session._tokens import CalibratedEstimator
+from windowkeeper import CalibratedEstimator
 
 WARMUP = 3  # the system prompt and tools are not in the files: the first observation absorbs them
 
