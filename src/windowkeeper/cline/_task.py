@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import InvalidUsageError, MalformedMessageError, TaskFolderError
-from ..core._inputs import MAX_DEPTH
 from ..core._messages import Message, check_message
 from ..core._overwrites import CorruptStoreError, OverwriteStore
 from ..core._truncation import DeletedRange
 from ..core._usage import TokenUsage
 from ..storage import CONTEXT_HISTORY_FILE
+from ._json_checks import MAX_JSON_DEPTH, check_block_fields, check_depth
 
 __all__ = [
     "API_HISTORY_FILE",
@@ -70,19 +70,6 @@ MAX_TOKEN_COUNT = 10**15 - 1
 """The largest token count of a request accepted (a session refuses larger ones too): nothing is
 near a quadrillion tokens, and a count this large is a bug in whatever wrote it."""
 
-MAX_JSON_DEPTH = MAX_DEPTH
-"""The deepest nesting of arrays and objects a message may have, the message itself included: the
-session's limit (real traces stay under 10). Deeper messages are refused when a trace is loaded,
-so that nothing walking them later runs out of stack."""
-
-# The fields of known blocks that the estimator and the providers need as strings (None: absent).
-_STRING_FIELDS: dict[str, tuple[str, ...]] = {
-    "text": ("text",),
-    "thinking": ("thinking",),
-    "redacted_thinking": ("data",),
-    "tool_use": ("id", "name"),
-    "tool_result": ("tool_use_id",),
-}
 _SPECIAL_FILES = (
     (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISSOCK, "a socket"),
@@ -346,48 +333,6 @@ def _check_history(path: Path, history: Sequence[Any]) -> None:
         except MalformedMessageError as error:
             raise _error(path, error.path, error.problem) from None
         _optional_integer(message.get("ts"), path, f"{where}.ts")
-
-
-def check_depth(value: object, path: str, limit: int = MAX_JSON_DEPTH) -> None:
-    """Raise :class:`MalformedMessageError` when ``value`` nests more than ``limit`` arrays and
-    objects (``value`` itself included). The walk uses a stack of its own, never recursion."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item
-        if depth > limit:
-            raise MalformedMessageError(
-                path, f"nested too deeply: more than {limit} levels of arrays and objects"
-            )
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-
-
-def check_block_fields(block: dict[str, Any], path: str) -> None:
-    """Raise :class:`MalformedMessageError` when a known block has a field of the wrong type.
-
-    The ids and names of tool_use and tool_result blocks, the text of text and thinking blocks
-    must be strings when present (as the original, a block may lack them); a tool_result's content
-    a string or a list of blocks, each checked the same way.
-    """
-    kind = block.get("type")
-    for key in _STRING_FIELDS.get(kind, ()) if isinstance(kind, str) else ():
-        value = block.get(key)
-        if value is not None and not isinstance(value, str):
-            raise MalformedMessageError(f"{path}.{key}", f"expected a string, got {_kind(value)}")
-    if kind != "tool_result":
-        return
-    content = block.get("content", "")
-    if isinstance(content, str):
-        return
-    if not isinstance(content, list):
-        raise MalformedMessageError(
-            f"{path}.content", f"expected a string or a list of blocks, got {_kind(content)}"
-        )
-    for position, inner in enumerate(content):
-        where = f"{path}.content[{position}]"
-        if not isinstance(inner, dict) or not isinstance(inner.get("type"), str):
-            raise MalformedMessageError(where, "expected a block dict with a string 'type'")
-        check_block_fields(inner, where)  # as deep as the value, which check_depth bounds
 
 
 # -- requests from ui_messages.json ----------------------------------------------------------
