@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "windowkeeper"
 LIMIT = 500
 
 OVER: dict[str, int] = {
-    "session/_session.py": 662,
+    "session/_session.py": 661,
     "storage/_folder.py": 802,
 }
 """Modules over the limit, each with the most lines it may have."""

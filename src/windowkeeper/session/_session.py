@@ -159,12 +159,8 @@ class ContextSession:
             keep_user_text=True,  # the user's words after the cut are sent, never replaced
         )
         self._place_results = place_results
-        self._requests = RequestBuilder(
-            self._manager,
-            self._counter,
-            place_results=place_results,
-            opening=format == "anthropic",  # the Messages API takes only a user message first
-        )
+        self._format = SessionFormat(format)
+        self._requests = self._request_builder()
         self._max_result_share = (
             share("max_result_share", max_result_share) if max_result_share is not None else None
         )
@@ -195,7 +191,6 @@ class ContextSession:
         self._awaiting = False  # inside aprepare: an async summarizer's request is awaited there
         self._max_output_tokens = count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
-        self._format = SessionFormat(format)
         self._history = SessionHistory(self._format)
         self._state = SessionState()
         self._last: _LastRequest | None = None
@@ -619,6 +614,15 @@ class ContextSession:
         if taken is not None:  # another program appended: its messages are in the history now
             self._history.messages = taken
 
+    def _request_builder(self) -> RequestBuilder:
+        """A fresh request pipeline over the session's manager and counter."""
+        return RequestBuilder(
+            self._manager,
+            self._counter,
+            place_results=self._place_results,
+            opening=self._format.name == "anthropic",  # the Messages API takes a user turn first
+        )
+
     def reload(self) -> None:
         """Read the task again from the store, dropping everything this session holds in memory.
 
@@ -633,12 +637,7 @@ class ContextSession:
         self._state = SessionState()
         self._last = None
         self._manager.store = OverwriteStore()
-        self._requests = RequestBuilder(
-            self._manager,
-            self._counter,
-            place_results=self._place_results,
-            opening=self._format.name == "anthropic",
-        )
+        self._requests = self._request_builder()
         self._shrinker.requests = self._requests
         self._usage_trust.forget()
         from ._persistence import Persistence  # noqa: PLC0415 - see __init__
