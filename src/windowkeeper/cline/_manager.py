@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, cast
+
+from .._record import record
 
 if TYPE_CHECKING:
     import logging
@@ -56,7 +57,7 @@ def _same_type(history: Sequence[MessageT], sent: list[Message]) -> list[Message
     return cast("list[MessageT]", sent)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ContextResult(Generic[MessageT]):
     """What to send for one request, and whether the deleted range changed.
 
@@ -69,7 +70,7 @@ class ContextResult(Generic[MessageT]):
     truncated_history: list[MessageT]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class FileReadOptimization(Generic[MessageT]):
     """The outcome of replacing duplicate reads in memory (messages typed as the history's)."""
 

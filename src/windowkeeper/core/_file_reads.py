@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Protocol
 
+from .._record import field, record
 from ._cline_text import (
     EDIT_TOOLS,
     READ_TOOL,
@@ -45,7 +45,7 @@ SAVINGS_THRESHOLD = 0.3
 _MENTION_BLOCKS = 3  # mentions are looked for in content blocks 0, 1 and 2 only
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Sighting:
     """One copy of a file's contents, and what replaces it when it is not the latest."""
 
@@ -57,7 +57,7 @@ class Sighting:
     kind: str = TEXT  # the update kind recorded: the original's "text", or "content"
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class ReadScan:
     """What a detector found: copies per path in sighting order, and mentioned paths per message."""
 

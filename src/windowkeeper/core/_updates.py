@@ -7,9 +7,10 @@ values, made of copies (changing them changes nothing in a store).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
+
+from .._record import record
 
 if TYPE_CHECKING:
     from ._messages import JSONValue
@@ -37,7 +38,7 @@ class EditType(IntEnum):
     FILE_MENTION = 4
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Update:
     """A typed view of one stored update; its lists are copies, so changing them changes nothing."""
 
@@ -70,7 +71,7 @@ class Update:
         return cls(*parts)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Block:
     """The updates of one content block, oldest first."""
 
@@ -78,7 +79,7 @@ class Block:
     updates: tuple[Update, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Entry:
     """Everything recorded for one message: its edit type and its blocks, in insertion order."""
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from .._errors import InvalidUsageError
+from .._record import record
 from ._window import ContextWindowInfo, as_window_info
 
 __all__ = ["TokenUsage", "UsageLike", "should_compact"]
@@ -16,7 +16,7 @@ __all__ = ["TokenUsage", "UsageLike", "should_compact"]
 _CLINE_FIELDS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class TokenUsage:
     """What the provider reported for one request; ``total`` is the size the original compares."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .._record import record
 
 __all__ = ["DEFAULT_CONTEXT_WINDOW", "ContextWindowInfo", "as_window_info", "context_window_info"]
 
@@ -13,7 +13,7 @@ DEFAULT_CONTEXT_WINDOW = 128_000
 _KNOWN_LIMITS = {64_000: 37_000, 128_000: 98_000, 200_000: 160_000}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ContextWindowInfo:
     """A window and its ``max_allowed_size``, which may be fractional (32 768 -> 26 214.4)."""
 

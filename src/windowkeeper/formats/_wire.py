@@ -27,10 +27,10 @@ Deeper values (a tool's ``input``, an image ``source``) are shared and must be t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
+from .._record import record
 from ..core._messages import Message, shared_prefix
 
 __all__ = [
@@ -111,7 +111,7 @@ _TOOL_CALL_KEYS = frozenset({"id", "type", "function"})
 _FUNCTION_KEYS = frozenset({"name", "arguments"})
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Repair:
     """One change made so that a request is valid: where (``messages[3].content[1]``) and what."""
 

@@ -8,9 +8,9 @@ it can be persisted, applied to any copy of the history, and rolled back.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from .._record import record
 from ..core._incremental import Growing, Seen
 from ..core._messages import Message
 
@@ -22,7 +22,7 @@ MIN_KEPT_CHARS = 1_000
 _HEAD_SHARE = 0.6  # more of the head than of the tail: headers and first errors matter most
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Clip:
     """Keep at most ``kept`` characters of every text of block ``block_index`` of message ``message_index``."""
 

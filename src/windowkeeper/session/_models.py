@@ -35,12 +35,12 @@ import json
 import re
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from functools import cache
 from os import PathLike
 from pathlib import Path
 
 from .._errors import ModelTableError, UnknownModelWarning
+from .._record import record, replace
 from ..core._window import DEFAULT_CONTEXT_WINDOW, ContextWindowInfo, context_window_info
 
 __all__ = [
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ModelInfo:
     """A model's limits and where they were read.
 

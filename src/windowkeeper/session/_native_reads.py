@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .._record import field, record, replace
 from ..core._cline_text import EDIT_TOOLS, READ_TOOL, final_content, parse_header
 from ..core._file_reads import ReadScan, Sighting, replaced_paths, scan_mentions
 from ..core._messages import Message, block_text, tool_calls_before, utf16_len
@@ -102,7 +102,7 @@ class _Copy:
         self.suffix = suffix  # kept after the notice (the closing tag and what follows it)
 
 
-@dataclass
+@record
 class NativeReadDetector:
     """Finds copies of files in every block of user messages: Cline text headers and native reads.
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._errors import ConcurrentUpdateError, MalformedMessageError, TaskFolderError
+from .._record import record
 from ..core._incremental import Growing, Seen
 from ..core._inputs import check_session_message
 from ..core._messages import Message
@@ -22,7 +22,7 @@ __all__ = ["HISTORY_FILE", "Loaded", "Persistence"]
 HISTORY_FILE = "api_conversation_history.json"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Loaded:
     """What a backend held: the history, the store (None: none yet) and the state (None: none)."""
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from .._record import record
 from ..core._messages import Message
 from ..core._truncation import DeletedRange
 from ..core._usage import TokenUsage
@@ -15,7 +14,7 @@ from .steps import Action
 __all__ = ["Checkpoint", "Prepared", "Synced"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Prepared:
     """The request to send, and what the session did to build it.
 
@@ -39,7 +38,7 @@ class Prepared:
     actions: tuple[Action, ...] = ()  # what shrank the request, in order (see session.steps)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Checkpoint:
     """A point to roll back to: the history length, the session's state value and its store.
 
@@ -70,7 +69,7 @@ class Checkpoint:
         return self.state.usage
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Synced:
     """What :meth:`ContextSession.sync` did: messages kept, appended and dropped."""
 

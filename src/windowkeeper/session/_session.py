@@ -25,10 +25,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ConfigurationError, MalformedMessageError
+from .._record import record, replace
 from ..cline._manager import ContextManager
 from ..core._file_reads import ReadDetector
 from ..core._messages import Message, SystemPrompt
@@ -84,7 +84,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class _LastRequest:
     messages: list[Message]
     system: Any

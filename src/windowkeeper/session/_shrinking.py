@@ -10,9 +10,9 @@ the fold counters) after them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from .._record import record, replace
 from ..cline._manager import ContextManager
 from ..core._messages import Message
 from ._request import RequestBuilder, arrival_clips
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["Shrinker"]
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Shrinker:
     """What a session shrinks with: its steps, compaction, request pipeline and manager."""
 

@@ -9,10 +9,10 @@ in one place. Values are frozen, so a request that fails leaves the session's va
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .._errors import TaskFolderError
+from .._record import field, record, replace
 from ..core._truncation import DeletedRange
 from ..core._usage import TokenUsage
 from ._clipping import Clip
@@ -31,7 +31,7 @@ STATE_VERSION = 2  # 1: windowkeeper 0.1 (compaction keys only once a fold exist
 _MAX_INT = 10**15  # larger values are no count or clock a session writes
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Fold:
     """Turns up to ``end`` (inclusive) replaced by ``text``, sent right after messages 0-1.
 
@@ -44,7 +44,7 @@ class Fold:
     summary: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class CompactionState:
     """What compaction decided: the fold, its counters, an in-band ask and the replies it took.
 
@@ -65,7 +65,7 @@ class CompactionState:
     declined: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SessionState:
     """The session's decisions about its history (see the module docstring).
 

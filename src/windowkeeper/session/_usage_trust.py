@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .._errors import DistrustedUsageWarning
+from .._record import record
 from ..core._messages import Message
 from ..core._usage import TokenUsage
 from .steps import Action
@@ -40,7 +40,7 @@ HIGH_FACTOR = 4
 _NOTHING_MEASURED = 100  # a report this small for a request that is not: nothing was measured
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Verdict:
     """Why a report was not believed: the input tokens reported and the session's numbers."""
 

@@ -13,10 +13,10 @@ import contextlib
 import os
 import stat
 import time
-from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from .._record import record
 from ..core._overwrites import CorruptStoreError, OverwriteStore
 
 __all__ = [
@@ -185,7 +185,7 @@ class LoadStatus(StrEnum):
     UNREADABLE = "unreadable"  # the file could not be read (permissions, I/O): empty store
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LoadReport:
     """What ``initialize_context_history`` found, so "nothing saved" and "saved but unusable" differ."""
 

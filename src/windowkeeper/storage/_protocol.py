@@ -19,10 +19,10 @@ applying twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from .._errors import ConcurrentUpdateError, StorageError
+from .._record import field, record
 from ..core._messages import Message
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Snapshot:
     """What a backend holds for a task: the history, the store's JSON text and the state."""
 
@@ -53,7 +53,7 @@ def _new_commit_id() -> str:
     return uuid.uuid4().hex
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Commit:
     """One change, durable all or nothing.
 

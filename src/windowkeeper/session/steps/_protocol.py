@@ -19,10 +19,10 @@ limit itself (clipping, the last resort, stops as soon as the request fits).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
 from ..._errors import StepError
+from ..._record import record, replace
 from ...core._messages import Message
 from ...core._overwrites import EditType, OverwriteStore, add_truncation_notice, text_update
 from ...core._truncation import DeletedRange, visible_start
@@ -34,7 +34,7 @@ from .._state import Fold, SessionState
 __all__ = ["Action", "Draft", "Step", "newest_turn"]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Action:
     """One batch a step applied: which step, what it changed, and the estimate around it.
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from ..._errors import StepError
+from ..._record import replace
 from ._protocol import Action, Draft, Step
 
 __all__ = ["goal_of", "run_steps"]
