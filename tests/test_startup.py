@@ -177,6 +177,9 @@ class TestImport:
             "windowkeeper.session._summary",
             "windowkeeper.session.steps._summarize",
             "windowkeeper.session._models",  # the model table's module, for a model= lookup
+            "dataclasses",  # with inspect, ast, dis and tokenize: records are made by _record
+            "inspect",
+            "ast",
         ],
     )
     def test_modules_needed_only_later(self, library: set[str], module: str) -> None:
@@ -261,8 +264,57 @@ class TestImport:
             "windowkeeper.core._file_reads",
             "windowkeeper.core._javascript",
             "windowkeeper.session._models",
+            "windowkeeper.session._shell_reads",
         }
         assert lazy.isdisjoint(compiled)
+
+
+FIRST_PREPARE = """
+    import json, sys
+    from windowkeeper import ContextSession
+    imported = set(sys.modules)
+    session = ContextSession(context_window=200_000)
+    session.extend([
+        {"role": "user", "content": "Add pagination to the API."},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.py"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x = 1"}]},
+    ])
+    session.prepare(system="You are a coding agent.", max_output_tokens=8_192)
+    print(json.dumps(sorted(set(sys.modules) - imported)))
+"""
+
+
+@pytest.fixture(scope="module")
+def added() -> list[str]:
+    """The modules the session's constructor and first ``prepare()`` load."""
+    return list(run_child(FIRST_PREPARE))
+
+
+class TestFirstPrepare:
+    """The first request of a small history, in memory, loads nothing the import left out: the
+    import's cost was removed, not moved to the first ``prepare()``."""
+
+    def test_no_compaction_without_summarize(self, added: list[str]) -> None:
+        """A session without summarize= loads neither the summary step, the ledger nor the
+        summary prompt (the constructor used to import them to check the steps)."""
+        compaction = (
+            "windowkeeper.session.steps._summarize",
+            "windowkeeper.session._ledger",
+            "windowkeeper.session._summary",
+            "windowkeeper.session._compaction",
+            "windowkeeper.core._condense",
+        )
+        assert under(set(added), *compaction) == []
+
+    def test_no_dataclasses(self, added: list[str]) -> None:
+        """dataclasses and inspect stay unloaded through the first request."""
+        assert under(set(added), "dataclasses", "inspect", "ast") == []
+
+    def test_nothing_is_added(self, added: list[str]) -> None:
+        """Every module the first request needs was loaded by the import."""
+        assert added == []
 
 
 class TestHelp:

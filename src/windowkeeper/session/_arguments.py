@@ -125,10 +125,10 @@ def shrink_steps(
     """
     if keep_recent_tokens is not None:
         count_argument("keep_recent_tokens", keep_recent_tokens)
-    # the imports marked PLC0415 here: compaction is loaded by the sessions that compact
-    from .steps import SummarizeTurns  # noqa: PLC0415
-
     if steps is not None:
+        # the imports marked PLC0415 here: compaction is loaded by the sessions that may compact
+        from .steps import SummarizeTurns  # noqa: PLC0415
+
         if summarize is not False:
             raise ConfigurationError(
                 "give steps or summarize, not both (summarize= is sugar for a SummarizeTurns step)"

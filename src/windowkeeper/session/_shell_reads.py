@@ -27,9 +27,10 @@ from collections.abc import Callable, Sequence
 
 __all__ = ["shell_read_path"]
 
+# The patterns are strings, compiled on first use by re's own cache: not at start-up.
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 _SPECIAL = frozenset("|&;<>()$`*?[{")
-_CAT_FLAGS = re.compile(r"-[nbsvETAetu]+")
+_CAT_FLAGS = r"-[nbsvETAetu]+"
 _CAT_LONG = frozenset(
     {
         "--number",
@@ -41,10 +42,10 @@ _CAT_LONG = frozenset(
         "--show-nonprinting",
     }
 )
-_COUNT = re.compile(r"\+?\d+")
-_SED_RANGE = re.compile(r"\s*(?:\d+|\$)(?:\s*,\s*(?:\d+|\$))?\s*p\s*")
+_COUNT = r"\+?\d+"
+_SED_RANGE = r"\s*(?:\d+|\$)(?:\s*,\s*(?:\d+|\$))?\s*p\s*"
 _NL_VALUED = frozenset("bdfhilnsvw")
-_LINE = re.compile(r"-?\d+")
+_LINE = r"-?\d+"
 
 
 def shell_read_path(command: str | Sequence[str]) -> str | None:
@@ -161,7 +162,7 @@ def _cat(arguments: list[str]) -> str | None:
     for word in arguments:
         if options and word == "--":
             options = False
-        elif options and (_CAT_FLAGS.fullmatch(word) or word in _CAT_LONG):
+        elif options and (re.fullmatch(_CAT_FLAGS, word) or word in _CAT_LONG):
             continue
         elif options and word.startswith("-") and word != "-":
             return None
@@ -201,7 +202,7 @@ def _harmless(option: str, *, tail: bool) -> bool:
 
 
 def _counted(value: str, *, tail: bool) -> bool:
-    return bool(_COUNT.fullmatch(value)) and (tail or not value.startswith("+"))
+    return bool(re.fullmatch(_COUNT, value)) and (tail or not value.startswith("+"))
 
 
 def _sed(arguments: list[str]) -> str | None:
@@ -231,7 +232,7 @@ def _sed(arguments: list[str]) -> str | None:
             operands.append(word)
     if not scripts and operands:
         scripts.append(operands.pop(0))
-    if not quiet or len(scripts) != 1 or not _SED_RANGE.fullmatch(scripts[0]):
+    if not quiet or len(scripts) != 1 or not re.fullmatch(_SED_RANGE, scripts[0]):
         return None
     return _operand(operands)
 
@@ -258,7 +259,7 @@ def _nl(arguments: list[str]) -> str | None:
 
 def _open(arguments: list[str]) -> str | None:
     """SWE-agent's ``open FILE [LINE]``."""
-    if len(arguments) == 2 and _LINE.fullmatch(arguments[1]):
+    if len(arguments) == 2 and re.fullmatch(_LINE, arguments[1]):
         arguments = arguments[:1]
     return _operand(arguments)
 
