@@ -244,6 +244,19 @@ class TestImport:
         )
         assert opened == [[0, 0], [1, 1]]
 
+    def test_the_model_table_is_read_without_importlib_resources(self) -> None:
+        """The first lookup reads the table beside the package: importlib.resources (with
+        zipfile) would cost more than the table, and is kept for a zipped package."""
+        loaded = run_child(
+            """
+            import json, sys
+            import windowkeeper
+            windowkeeper.lookup_model("claude-sonnet-4-5")
+            print(json.dumps(["importlib.resources" in sys.modules, "zipfile" in sys.modules]))
+            """
+        )
+        assert loaded == [False, False]
+
     def test_patterns_compile_on_first_use(self) -> None:
         """The modules that promise it compile no pattern while windowkeeper is imported."""
         compiled = run_child(

@@ -1,10 +1,10 @@
 """Record classes (``@record``), as ``@dataclass`` makes them, without its start-up cost.
 
-``dataclasses`` imports ``inspect`` (with ``ast``, ``dis`` and ``tokenize``) and compiles every
-generated method on its own: for the records ``from windowkeeper import ContextSession`` defines
-that was more than a third of the import. :func:`record` writes the same methods (``__init__``,
-``__repr__``, ``__eq__``, ``__hash__``, and ``__setattr__``/``__delattr__`` when frozen) in one
-compiled block per class and imports nothing.
+``dataclasses`` imports ``inspect`` (with ``ast``, ``dis`` and ``tokenize``) and compiles each
+generated method from source: for the records ``from windowkeeper import ContextSession``
+defines that was more than a third of the import. :func:`record` compiles only ``__init__`` (so
+that its parameters are the fields); ``__repr__``, ``__eq__``, ``__hash__`` and, when frozen,
+``__setattr__``/``__delattr__`` are closures over the field names. It imports nothing.
 
 A record is still a dataclass to its callers: ``dataclasses.fields``, ``replace``, ``asdict`` and
 ``is_dataclass`` work on it (``__dataclass_fields__`` is built by ``dataclasses`` the first time
@@ -15,6 +15,7 @@ Supported: fields with a default or a ``field(default_factory=...)``, ``__post_i
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar, dataclass_transform, overload
 
 if TYPE_CHECKING:
@@ -111,13 +112,21 @@ def _init(cls: type, names: list[str], frozen: bool, defaults: dict[str, _Field]
     return init
 
 
+def _values(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """The field values of a record as a tuple, read in C, as a dataclass's methods compare them."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        one = attrgetter(names[0])  # of one name, attrgetter returns the bare value
+        return lambda record: (one(record),)
+    return lambda _: ()
+
+
 def _methods(built: type, names: list[str], frozen: bool) -> dict[str, Any]:
     """``__repr__``, ``__eq__`` and, as a dataclass has them, ``__hash__``, ``__setattr__`` and
     ``__delattr__`` of the class ``built``: closures over its field names."""
     fields = frozenset(names)
-
-    def values(record: Any) -> tuple[Any, ...]:
-        return tuple([getattr(record, name) for name in names])
+    values = _values(names)
 
     def __repr__(self: Any) -> str:  # noqa: N807 - the method's own name
         shown = ", ".join([f"{name}={getattr(self, name)!r}" for name in names])

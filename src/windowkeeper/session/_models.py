@@ -256,10 +256,17 @@ def _parse_table(data: object, where: str, file_source: str | None) -> _Table:
 
 @cache
 def _builtin() -> _Table:
-    """The shipped table, read and checked on the first lookup rather than at import."""
-    from importlib import resources  # noqa: PLC0415 - a few ms to import: the first lookup pays
+    """The shipped table, read and checked on the first lookup rather than at import.
 
-    text = resources.files("windowkeeper").joinpath("data", "models.json").read_text("utf-8")
+    The file is read beside the package; only a package that is not in a folder (a zip) is read
+    through ``importlib.resources``, whose import costs more than reading the table.
+    """
+    try:
+        text = (Path(__file__).parent.parent / "data" / "models.json").read_text("utf-8")
+    except OSError:
+        from importlib import resources  # noqa: PLC0415 - a zipped package's
+
+        text = resources.files("windowkeeper").joinpath("data", "models.json").read_text("utf-8")
     return _parse_table(json.loads(text), "windowkeeper/data/models.json", None)
 
 
