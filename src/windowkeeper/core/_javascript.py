@@ -107,6 +107,8 @@ class OpaqueKey:
 
 def map_key(value: Any) -> tuple[Any, bool]:
     """``value`` as a Python dict key with JavaScript ``Map`` equality, and whether it is exotic."""
+    if type(value) is int:  # a message or block index: by far the most common key
+        return value, False
     if value is UNDEFINED or isinstance(value, bool | list | dict):
         return (value if value is UNDEFINED else OpaqueKey(value)), True
     return value, isinstance(value, float)
