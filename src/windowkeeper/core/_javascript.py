@@ -176,6 +176,13 @@ def normalize(value: Any) -> tuple[Any, bool]:
 
 
 def _normalize(value: Any, exotic: list[bool]) -> Any:
+    kind = type(value)  # exact types first: every edit recorded in a store passes through here
+    if kind is str:
+        return value
+    if kind is int and -_MAX_SAFE <= value <= _MAX_SAFE:
+        return value
+    if kind is list:
+        return [_normalize(item, exotic) for item in value]
     if isinstance(value, str) or value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):

@@ -15,7 +15,7 @@ from typing import Any
 from ._incremental import Seen
 from ._messages import Message, with_block_content, with_block_text
 from ._notices import STRIPPED_RESULTS_NOTICE
-from ._overwrites import CONTENT, INPUT, OverwriteStore, Update
+from ._overwrites import CONTENT, INPUT, TEXT, OverwriteStore
 from ._pairing import RepairMemo, ensure_tool_results_follow_tool_use
 from ._truncation import FIRST_KEPT, DeletedRange, visible_start
 
@@ -304,8 +304,7 @@ def _with_overwrites(
     for block_index, updates in store.block_updates(index):
         if not updates:
             continue
-        latest = Update.of(updates[-1])
-        text = latest.new_text
+        kind, text = _effective(updates[-1])
         if text is None:
             continue
         target = block_index if positions is None else positions.get(block_index)
@@ -316,10 +315,24 @@ def _with_overwrites(
         ):
             continue
         current = new_content if new_content is not None else content
-        setter = _SETTERS.get(latest.kind, with_block_text)  # type: ignore[arg-type]  # any JSON kind
+        setter = _SETTERS.get(kind, with_block_text)
         block = setter(current[target], text)
         if block is not current[target]:
             if new_content is None:
                 new_content = list(content)
             new_content[target] = block
     return {**message, "content": new_content if new_content is not None else list(content)}
+
+
+def _effective(raw: Any) -> tuple[Any, str | None]:
+    """The kind of a stored update and the text it puts in its block (as
+    :attr:`Update.new_text` of ``Update.of(raw)``), read without copying the update."""
+    if not isinstance(raw, list) or len(raw) < 3:
+        return (raw[1] if isinstance(raw, list) and len(raw) > 1 else None), None
+    kind, content = raw[1], raw[2]
+    if kind in _KINDS and isinstance(content, list) and content and isinstance(content[0], str):
+        return kind, content[0]
+    return kind, None
+
+
+_KINDS = (TEXT, CONTENT, INPUT)
