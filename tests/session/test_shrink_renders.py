@@ -15,12 +15,12 @@ from unittest.mock import patch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper import ContextSession, TokenUsage
+from windowkeeper import ContextSession
 from windowkeeper.core._visible import OverwriteMemo, _visible
 
 from ..conftest import examples
 from ..strategies import conversations
-from .test_session_properties import CharCounter, prepare_or_overflow, turns
+from .test_session_properties import CharCounter, play
 
 
 def _checked_visible(renders: list[int]) -> Any:
@@ -53,15 +53,6 @@ def test_each_render_of_a_shrinking_session_is_a_fresh_render(
         clock=iter(range(10**6)).__next__,
     )
     renders: list[int] = []
-    counter = CharCounter()
-    done = 0
     with _checked_visible(renders):
-        for end in turns(history):
-            session.extend(history[done:end])
-            done = end
-            prepared = prepare_or_overflow(session)
-            if prepared == "overflow":
-                break
-            tokens = counter.count(prepared.messages)
-            session.record_usage(TokenUsage(tokens_in=tokens, tokens_out=5))
+        play(session, history, 0, len(history))
     assert renders  # every request renders through the memo
