@@ -1,7 +1,8 @@
 """What a long task costs as its hidden history grows: steady and shrink requests, memory, pauses.
 
 Run with ``.venv/bin/python bench/bench_growth.py`` (about two minutes on a loaded 2-core
-machine; ``--quick`` for 1k-20k messages and fewer turns). A generated coding session is grown
+machine; ``--quick`` for 1k-20k messages and fewer turns; ``--sizes 20000,100000``, ``--turns N``
+and ``--no-trace`` for a shorter run). A generated coding session is grown
 to each length (1,000 … 100,000 messages) the way a long task grows: a batch of tool calls and
 their results appended, then ``prepare`` and the usage recorded, so that the session's own
 shrinking (duplicate reads, masking, hiding turns) decides what is hidden and its store holds
@@ -22,6 +23,7 @@ docs/benchmarks.md, never into test assertions.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import math
 import random
@@ -207,10 +209,26 @@ def trace_ratio(rounds: int) -> None:
             print(f"| {window // 1000}k | {a:.3f} | {b:.3f} | {b / a:.2f}x |")
 
 
+def _options() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="1k-20k messages, fewer turns")
+    parser.add_argument(
+        "--sizes", help="comma-separated lengths to grow (e.g. 20000,100000), instead of all"
+    )
+    parser.add_argument("--turns", type=int, help="measured turns per length and phase")
+    parser.add_argument(
+        "--no-trace", action="store_true", help="skip the 443-message trace comparison"
+    )
+    return parser.parse_args()
+
+
 def main() -> None:
-    quick = "--quick" in sys.argv
+    options = _options()
+    quick = options.quick
     sizes = QUICK_SIZES if quick else SIZES
-    turns = QUICK_TURNS if quick else TURNS
+    if options.sizes:
+        sizes = tuple(sorted(int(size) for size in options.sizes.split(",")))
+    turns = options.turns or (QUICK_TURNS if quick else TURNS)
     print(f"Python {sys.version.split()[0]}; window {WINDOW:,}; {turns} turns a phase")
     started = time.perf_counter()
     memory = {}
@@ -233,7 +251,8 @@ def main() -> None:
                 each.step(phase)
     lengths.sort(key=lambda each: each.length)
     print(
-        "\n| messages | visible (median) | steady median / p95 | shrink median (n) | shrink / steady"
+        "\n| messages | visible (median) | steady median / p95 | shrink median / p95 (n)"
+        " | shrink / steady"
         " | mean / median | longest prepare, no freeze / freeze |"
     )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -242,10 +261,12 @@ def main() -> None:
         everything = each.steady + each.shrink
         median = statistics.median(steady)
         p95 = steady[int(len(steady) * 0.95)]
-        shrink = statistics.median(each.shrink) if each.shrink else float("nan")
+        shrinks = sorted(each.shrink)
+        shrink = statistics.median(shrinks) if shrinks else float("nan")
+        shrink_p95 = shrinks[int(len(shrinks) * 0.95)] if shrinks else float("nan")
         print(
             f"| {each.length:,} | {statistics.median(each.visible):.0f} | {median:.3f} / {p95:.3f}"
-            f" | {shrink:.2f} ({len(each.shrink)}) | {shrink / median:.1f}x"
+            f" | {shrink:.2f} / {shrink_p95:.2f} ({len(shrinks)}) | {shrink / median:.1f}x"
             f" | {statistics.mean(everything) / statistics.median(everything):.2f}"
             f" | {each.longest[0]:.1f} / {each.longest[1]:.1f} |"
         )
@@ -261,6 +282,16 @@ def main() -> None:
             f" {_exponent(start.length, last.length, statistics.median(start.shrink), statistics.median(last.shrink)):.3f}"
         )
     small, large = sizes[0], sizes[-1]
+    if small != large:
+        _memory(memory, small, large)
+    _pause(last.session, last.length)
+    if not options.no_trace:
+        trace_ratio(1 if quick else 3)
+    print(f"\nwhole run: {time.perf_counter() - started:.0f} s")
+
+
+def _memory(memory: dict[int, tuple[float, float, int, int]], small: int, large: int) -> None:
+    """What the session retains per hidden and per visible message, between two lengths."""
     _, a_added, a_objects, a_visible = memory[small]
     b_alone, b_added, b_objects, b_visible = memory[large]
     hidden_small, hidden_large = small - a_visible, large - b_visible
@@ -276,7 +307,10 @@ def main() -> None:
         f" live objects the session adds: {b_objects:,} ({objects_per_hidden:.2f} per hidden"
         " message)"
     )
-    session = last.session
+
+
+def _pause(session: ContextSession, length: int) -> None:
+    """A full collection's pause with ``session`` alive, with and without ``gc.freeze()``."""
     gc.unfreeze()
     began = _clock()
     gc.collect()
@@ -287,12 +321,9 @@ def main() -> None:
     frozen = (_clock() - began) * 1000
     gc.unfreeze()
     print(
-        f"a full collection with the {last.length:,}-message session alive: {unfrozen:.0f} ms,"
+        f"a full collection with the {length:,}-message session alive: {unfrozen:.0f} ms,"
         f" {frozen:.1f} ms after gc.freeze(); {len(gc.get_objects()):,} live objects"
     )
-    del session
-    trace_ratio(1 if quick else 3)
-    print(f"\nwhole run: {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

@@ -170,3 +170,40 @@ def test_masking_comes_before_hiding_when_it_is_enough() -> None:
     steps = [a.step for a in prepared.actions]
     assert steps[0] == "mask-outputs"
     assert prepared.actions[0].messages == (2,)
+
+
+class _SparseCounter:
+    """Thirty-two characters a token: a cut of four characters a token of excess frees only an
+    eighth of the excess, so the step must cut the same block many times."""
+
+    def count(self, messages: Any, *, system: Any = None, tools: Any = None) -> int:
+        return sum(len(str(message["content"])) for message in messages) // 32
+
+    def observe(
+        self, messages: Any, *, system: Any = None, tools: Any = None, reported_input_tokens: int
+    ) -> None:
+        pass
+
+
+def test_clipping_ends_when_cuts_free_less_than_four_characters_a_token() -> None:
+    """The same block cut again and again: each cut tighter than the last, the first one what
+    the excess asks at four characters a token, and the rounds end within the runner's bound.
+    (The hypothesis machine of test_session_machine found a history where the estimate did not
+    move for cuts that small, and the runner gave up: from the third cut in a row of one block,
+    the cuts double.)"""
+    history = [TASK, _call("c1", "bash", command="cat big"), _result("c1", "d" * 800_000)]
+    session = ContextSession(
+        10_000,
+        counter=_SparseCounter(),
+        clock=Clock(),
+        max_result_share=None,
+        steps=[ClipLargeBlocks()],
+    )
+    session.extend(history)
+    prepared = session.prepare()
+    kept = [c.kept for a in prepared.actions for c in a.clips]
+    assert prepared.estimated_tokens <= 8_000
+    assert len(kept) <= 24
+    assert kept == sorted(kept, reverse=True)
+    excess = prepared.actions[0].tokens_before - 8_000
+    assert kept[0] == 800_000 - excess * 4 - 1  # the first cut: what the excess asks

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
+from itertools import compress, count
 from typing import Any, SupportsIndex
 
 __all__ = ["Growing", "Seen", "shared_prefix"]
@@ -30,13 +31,9 @@ def shared_prefix(old: Sequence[Any], new: Sequence[Any]) -> int:
 
     Fast (a C-level scan) when ``new`` merely extends ``old``, as an agent's history does.
     """
-    size = min(len(old), len(new))
-    if all(map(operator.is_, old[:size], new[:size])):
-        return size
-    for index in range(size):
-        if old[index] is not new[index]:
-            return index
-    return size  # pragma: no cover - the scan above found a difference
+    # the first position where they differ, found at C level (a shrink edits messages in the
+    # middle of the request, and every memo downstream looks for where its list changed)
+    return next(compress(count(), map(operator.is_not, old, new)), min(len(old), len(new)))
 
 
 def _lowest(index: Any, length: int) -> int:

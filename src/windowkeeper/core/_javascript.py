@@ -107,6 +107,8 @@ class OpaqueKey:
 
 def map_key(value: Any) -> tuple[Any, bool]:
     """``value`` as a Python dict key with JavaScript ``Map`` equality, and whether it is exotic."""
+    if type(value) is int:  # a message or block index: by far the most common key
+        return value, False
     if value is UNDEFINED or isinstance(value, bool | list | dict):
         return (value if value is UNDEFINED else OpaqueKey(value)), True
     return value, isinstance(value, float)
@@ -174,6 +176,13 @@ def normalize(value: Any) -> tuple[Any, bool]:
 
 
 def _normalize(value: Any, exotic: list[bool]) -> Any:
+    kind = type(value)  # exact types first: every edit recorded in a store passes through here
+    if kind is str:
+        return value
+    if kind is int and -_MAX_SAFE <= value <= _MAX_SAFE:
+        return value
+    if kind is list:
+        return [_normalize(item, exotic) for item in value]
     if isinstance(value, str) or value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):

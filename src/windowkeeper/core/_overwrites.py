@@ -423,6 +423,8 @@ def _record_key(index: Any) -> tuple[Any, bool]:
 
 def _lookup(index: Any) -> Any:
     """The dict key an index is found under (``True`` must not find ``1``; a list finds nothing)."""
+    if type(index) is int:  # a message or block index: its own key
+        return index
     key, _ = map_key(index)
     return key
 

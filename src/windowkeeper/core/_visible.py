@@ -15,7 +15,7 @@ from typing import Any
 from ._incremental import Seen
 from ._messages import Message, with_block_content, with_block_text
 from ._notices import STRIPPED_RESULTS_NOTICE
-from ._overwrites import CONTENT, INPUT, OverwriteStore, Update
+from ._overwrites import CONTENT, INPUT, TEXT, OverwriteStore
 from ._pairing import RepairMemo, ensure_tool_results_follow_tool_use
 from ._truncation import FIRST_KEPT, DeletedRange, visible_start
 
@@ -40,17 +40,16 @@ class OverwriteMemo:
         "_floor",
         "_last",
         "_notice",
-        "_revision",
         "_store",
     )
 
     def __init__(self) -> None:
         self._copies: dict[int, tuple[Message, int, Message]] = {}
         self._firsts: dict[int, tuple[Message, int, tuple[Message, bool]]] = {}
-        self._last: tuple[int, Seen, list[Message], bool] | None = None
+        # the last call's start, store revision, history seen, output and stripped flag
+        self._last: tuple[int, int, Seen, list[Message], bool] | None = None
         self._store: OverwriteStore | None = None
         self._epoch = -1
-        self._revision = -1
         self._floor = FIRST_KEPT  # no copy is kept for a message from here to the visible start
         self._notice: tuple[Message, Message] | None = None
 
@@ -61,44 +60,84 @@ class OverwriteMemo:
             self._last = None
             self._store = store
             self._epoch = store.epoch
-            self._revision = store.revision
-        elif self._revision != store.revision:
-            self._last = None  # its output may hold copies made before the edit
-            self._revision = store.revision
 
     def _forget_below(self, start: int) -> None:
         """Drop the copies of messages hidden now (``FIRST_KEPT <= index < start``)."""
-        if start > self._floor:
-            self._copies = {
-                index: known
-                for index, known in self._copies.items()
-                if index < FIRST_KEPT or index >= start
-            }
-            self._firsts = {index: known for index, known in self._firsts.items() if index >= start}
+        floor = max(self._floor, FIRST_KEPT)
+        if start > floor:
+            copies, firsts = self._copies, self._firsts
+            if start - floor <= len(copies) + len(firsts):
+                for index in range(floor, start):
+                    copies.pop(index, None)
+                    firsts.pop(index, None)
+            else:
+                self._copies = {
+                    index: known
+                    for index, known in copies.items()
+                    if index < FIRST_KEPT or index >= start
+                }
+                self._firsts = {index: known for index, known in firsts.items() if index >= start}
         self._floor = start
 
     def visible(
         self, history: Sequence[Message], start: int, store: OverwriteStore
     ) -> tuple[list[Message], bool]:
-        """:func:`_visible`; when ``history`` extends the last call's, only the new part is done."""
+        """:func:`_visible`, redoing only what changed since the last call.
+
+        When ``history`` extends the last call's and the range starts at or after the last
+        start, the last output is reused: cut to the new start, patched where the store's
+        entries changed since (a shrink's masks, a hidden range grown by a step), extended by
+        the new messages. Otherwise every message sent is visited again.
+        """
         self._current(store)
         last = self._last
-        if last is not None and last[0] == start and start < last[1].length <= len(history):
-            done = last[1].length
-            if last[1].prefix(history) == done:
-                output = last[2]
-                output += [
-                    self.edited(message, store, index) if index in store else message
-                    for index, message in enumerate(history[done:], done)
-                ]
-                last[1].remember(history)
-                return list(output), last[3]
+        if last is not None:
+            made_at, seen = last[0], last[2]
+            done = seen.length
+            if made_at <= start < done <= len(history) and seen.prefix(history) == done:
+                output, stripped = self._reused(history, start, store, last)
+                seen.remember(history)
+                self._last = (start, store.revision, seen, output, stripped)
+                return list(output), stripped
         self._forget_below(start)
         output, stripped = _visible(history, start, store, self)
         seen = Seen()
         seen.remember(history)
-        self._last = (start, seen, output, stripped)
+        self._last = (start, store.revision, seen, output, stripped)
         return list(output), stripped
+
+    def _reused(
+        self,
+        history: Sequence[Message],
+        start: int,
+        store: OverwriteStore,
+        last: tuple[int, int, Seen, list[Message], bool],
+    ) -> tuple[list[Message], bool]:
+        """The last output brought up to date (see :meth:`visible`); what :func:`_visible` gives."""
+        old_start, revision, seen, output, stripped = last
+        done = seen.length
+        moved = start != old_start
+        if moved:  # the range grew: the messages now hidden leave the output
+            self._forget_below(start)
+            del output[FIRST_KEPT : FIRST_KEPT + start - old_start]
+        if revision != store.revision:  # entries changed: copy those messages again
+            changed = store.indices_between(0, FIRST_KEPT)
+            changed += store.indices_between(start, done)
+            for index in changed:
+                if store.entry_revision(index) <= revision:
+                    continue
+                position = index if index < FIRST_KEPT else index - start + FIRST_KEPT
+                if position == FIRST_KEPT and start > FIRST_KEPT:
+                    moved = True  # the first message after the range: done below
+                    continue
+                output[position] = self.edited(history[index], store, index)
+        if moved and start > FIRST_KEPT:
+            output[FIRST_KEPT], stripped = self.first_visible(history[start], store, start)
+        output += [
+            self.edited(message, store, index) if index in store else message
+            for index, message in enumerate(history[done:], done)
+        ]
+        return output, stripped
 
     def stripped_notice(self, message: Message) -> Message:
         """``message`` (emptied by stripping its results) with the notice, the same copy each time."""
@@ -265,8 +304,7 @@ def _with_overwrites(
     for block_index, updates in store.block_updates(index):
         if not updates:
             continue
-        latest = Update.of(updates[-1])
-        text = latest.new_text
+        kind, text = _effective(updates[-1])
         if text is None:
             continue
         target = block_index if positions is None else positions.get(block_index)
@@ -277,10 +315,24 @@ def _with_overwrites(
         ):
             continue
         current = new_content if new_content is not None else content
-        setter = _SETTERS.get(latest.kind, with_block_text)  # type: ignore[arg-type]  # any JSON kind
+        setter = _SETTERS.get(kind, with_block_text)
         block = setter(current[target], text)
         if block is not current[target]:
             if new_content is None:
                 new_content = list(content)
             new_content[target] = block
     return {**message, "content": new_content if new_content is not None else list(content)}
+
+
+def _effective(raw: Any) -> tuple[Any, str | None]:
+    """The kind of a stored update and the text it puts in its block (as
+    :attr:`Update.new_text` of ``Update.of(raw)``), read without copying the update."""
+    if not isinstance(raw, list) or len(raw) < 3:
+        return (raw[1] if isinstance(raw, list) and len(raw) > 1 else None), None
+    kind, content = raw[1], raw[2]
+    if kind in _KINDS and isinstance(content, list) and content and isinstance(content[0], str):
+        return kind, content[0]
+    return kind, None
+
+
+_KINDS = (TEXT, CONTENT, INPUT)

@@ -63,7 +63,7 @@ def mask_old_context(
         if not isinstance(content, list):
             continue
         user = message.get("role") == "user"
-        calls = tool_calls_before(history, index) if user else {}
+        calls: dict[Any, dict[str, Any]] | None = None  # read once a result needs its call
         for position, block in enumerate(content):
             if not isinstance(block, dict):
                 continue
@@ -71,6 +71,8 @@ def mask_old_context(
             if user and kind == "tool_result":
                 if index >= newest_turn:
                     continue
+                if calls is None:
+                    calls = tool_calls_before(history, index)
                 call = calls.get(block.get("tool_use_id"))
                 results.append((index, position, str(call.get("name")) if call else "a tool"))
             elif user and kind == "text" and str(block.get("text", "")).startswith(ENVIRONMENT_TAG):
@@ -85,12 +87,18 @@ def mask_old_context(
             store.record(index, EditType.NO_FILE_READ, position, update)
             masked.add(index)
 
+    # A block edited before is left as it is: looked up first, before its mask is worked out
+    # (after a first shrink, most of the visible part is).
     for index, position, name in results[: max(len(results) - keep_recent, 0)]:
+        if store.has_update(index, position):
+            continue
         size = block_size(history[index]["content"][position])
         text = placeholder_for(name, size)
         if len(text) < size:
             mask(index, position, CONTENT, text)
     for index, position, tool_input in uses[: max(len(uses) - keep_recent, 0)]:
+        if store.has_update(index, position):
+            continue
         shortened = _shortened(tool_input)
         if shortened is not None:
             mask(index, position, INPUT, json.dumps(shortened, ensure_ascii=False))

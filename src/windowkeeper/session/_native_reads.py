@@ -16,7 +16,7 @@ import posixpath
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._record import field, record, replace
+from .._record import field, record
 from ..core._cline_text import EDIT_TOOLS, READ_TOOL, final_content, parse_header
 from ..core._file_reads import ReadScan, Sighting, replaced_paths, scan_mentions
 from ..core._messages import Message, block_text, tool_calls_before, utf16_len
@@ -140,7 +140,18 @@ class NativeReadDetector:
                     continue
                 text = f"{older.prefix}{notice_for(path, latest)}{older.suffix}"
                 if utf16_len(text) < older.size:
-                    result.add(path, replace(older.sighting, replacement=text))
+                    seen = older.sighting  # built directly: dataclasses.replace is slow
+                    result.add(
+                        path,
+                        Sighting(
+                            seen.message_index,
+                            seen.edit_type,
+                            seen.search_text,
+                            text,
+                            seen.block_index,
+                            seen.kind,
+                        ),
+                    )
             last = found[-1][2]
             result.add(path, last if isinstance(last, Sighting) else last.sighting)
         return result
@@ -172,10 +183,12 @@ class NativeReadDetector:
             content = message.get("content")
             if message.get("role") != "user" or not isinstance(content, list) or not content:
                 continue
-            calls = tool_calls_before(history, index)
+            calls: Mapping[Any, dict[str, Any]] | None = None  # read for the first new block
             for position, block in enumerate(content):
                 if store.has_update(index, position):
                     continue  # already replaced: an older copy of something
+                if calls is None:
+                    calls = tool_calls_before(history, index)
                 found = self._copy_in(block, position, index, calls, content)
                 if found is not None:
                     path, copy = found

@@ -8,6 +8,8 @@ from ._protocol import Action, Draft, newest_turn
 
 __all__ = ["ClipLargeBlocks"]
 
+_FIRST_ESCALATION = 64  # characters: the third cut in a row of one block cuts at least this
+
 
 class ClipLargeBlocks:
     """Clip one block per round while the request is over the limit itself.
@@ -45,7 +47,16 @@ class ClipLargeBlocks:
             ]
             for size, index, block_index in sorted(candidates, reverse=True):
                 kept_now = min(size, current.get((index, block_index), size))
-                kept = max(MIN_KEPT_CHARS, kept_now - excess_chars)
+                # Cutting the same block again and again means the estimate moves less than
+                # four characters a token (a dense text, or a counter that credits little for
+                # a cut): the cuts double from the third on, so the rounds stay few.
+                again = draft.clips_in_a_row(index, block_index)
+                cut = (
+                    max(excess_chars, _FIRST_ESCALATION << (again - 1))
+                    if again > 1
+                    else excess_chars
+                )
+                kept = max(MIN_KEPT_CHARS, kept_now - cut)
                 if kept < kept_now:
                     return Clip(index, block_index, kept)
         return None

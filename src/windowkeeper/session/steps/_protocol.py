@@ -96,6 +96,7 @@ class Draft:
     """
 
     __slots__ = (
+        "_clip_run",
         "_measure",
         "_replace_reads",
         "_stale_view",
@@ -145,6 +146,7 @@ class Draft:
         self._measure = measure
         self._replace_reads = replace_reads
         self._stale_view = False
+        self._clip_run: tuple[tuple[int, int] | None, int] = (None, 0)
 
     @property
     def deleted_range(self) -> DeletedRange | None:
@@ -231,6 +233,14 @@ class Draft:
             raise StepError(f"a step re-clipped {key} to {clip.kept}, not tighter than {before}")
         self.state = replace(self.state, clips=(*others, clip))
         self._stale_view = True
+        last, run = self._clip_run
+        self._clip_run = (key, run + 1 if last == key else 1)
+
+    def clips_in_a_row(self, message_index: int, block_index: int) -> int:
+        """How many clips this request made on that block in a row, up to its latest clip
+        (0 when its latest clip was of another block, or it made none)."""
+        last, run = self._clip_run
+        return run if last == (message_index, block_index) else 0
 
     def refresh(self) -> None:
         """Re-render and re-measure the request after an action (the runner's job)."""

@@ -6,12 +6,13 @@ from collections.abc import Sequence
 
 from ..._errors import StepError
 from ..._record import replace
+from ...core._messages import Message
 from ._protocol import Action, Draft, Step
 
 __all__ = ["goal_of", "run_steps"]
 
 
-def _round_limit(draft: Draft) -> int:
+def _round_limit(messages: Sequence[Message]) -> int:
     """More rounds than any honest repeating step can take: one per block sent, four times over.
 
     Steps change only what is sent (and a clip tightens a block of it), so the bound is taken
@@ -19,9 +20,12 @@ def _round_limit(draft: Draft) -> int:
     """
     blocks = sum(
         len(content) if isinstance(content := message.get("content"), list) else 1
-        for message in draft.messages
+        for message in messages
     )
-    return 16 + 4 * (blocks + len(draft.messages))
+    return 16 + 4 * (blocks + len(messages))
+
+
+_FEW_ROUNDS = 16  # no bound is below it: the rounds are counted against the bound only past it
 
 
 def goal_of(step: Step, draft: Draft) -> float:
@@ -38,12 +42,21 @@ def run_steps(steps: Sequence[Step], draft: Draft) -> list[Action]:
     never stops: both raise :class:`StepError` instead of looping.
     """
     actions: list[Action] = []
-    limit = _round_limit(draft)
+    # the bound is over the request as it came, counted only when needed; a snapshot, since the
+    # render memo patches its output list in place as the steps change the request
+    sent = tuple(draft.messages)
+    limit: int | None = None
     for step in steps:
         goal = goal_of(step, draft)
-        for _round in range(limit):
+        rounds = 0
+        while True:  # at most ``limit`` rounds, each ends in a break, an error or a change
+            if rounds >= _FEW_ROUNDS:
+                limit = _round_limit(sent) if limit is None else limit
+                if rounds >= limit:
+                    raise StepError(f"step {step.name!r} did not stop after {limit} rounds")
             if draft.estimate <= goal:
                 break
+            rounds += 1
             before, tokens = draft.fingerprint(), draft.estimate
             action = step.apply(draft)
             if action is None:
@@ -56,6 +69,4 @@ def run_steps(steps: Sequence[Step], draft: Draft) -> list[Action]:
             actions.append(replace(action, tokens_before=tokens, tokens_after=draft.estimate))
             if not step.repeats:
                 break
-        else:
-            raise StepError(f"step {step.name!r} did not stop after {limit} rounds")
     return actions
