@@ -1,11 +1,11 @@
 """What a long task costs as its hidden history grows: steady and shrink requests, memory, pauses.
 
 Run with ``.venv/bin/python bench/bench_growth.py`` (about two minutes on a loaded 2-core
-machine; ``--quick`` for 1k-20k messages and fewer turns). A generated coding session is grown
-to each length (1,000 … 100,000 messages) the way a long task grows: a batch of tool calls and
-their results appended, then ``prepare`` and the usage recorded, so that the session's own
-shrinking (duplicate reads, masking, hiding turns) decides what is hidden and its store holds
-the masks of the whole history, as after a real run. The visible part stays at a few hundred
+machine; ``--quick`` for 1k-20k messages and fewer turns, ``--sizes 1000,100000`` for only these
+lengths). A generated coding session is grown to each length (1,000 … 100,000 messages) the way
+a long task grows: a batch of tool calls and their results appended, then ``prepare`` and the
+usage recorded, so that the session's own shrinking (duplicate reads, masking, hiding turns)
+decides what is hidden and its store holds the masks of the whole history, as after a real run. The visible part stays at a few hundred
 messages (window 200,000). Then every session gets the same steady turns (append a tool call
 and its result, ``prepare``, record the usage), one turn of each length in turn, so machine
 load falls on every length alike. A request is a *shrink* when the pre-flight acted. Times are
@@ -130,7 +130,11 @@ class _Length:
 
 def _reachable(root: Any, skip: set[int]) -> tuple[int, int]:
     """(bytes, GC-tracked objects) reachable from ``root``, not counting the ids in ``skip``
-    (which are added to it), classes, modules and functions."""
+    (which are added to it), classes, modules and functions.
+
+    Untracked containers are walked too: CPython stops tracking a tuple or dict of plain
+    values, but what it holds is still memory the session retains.
+    """
     size = tracked = 0
     stack = [root]
     while stack:
@@ -139,9 +143,8 @@ def _reachable(root: Any, skip: set[int]) -> tuple[int, int]:
             continue
         skip.add(id(value))
         size += sys.getsizeof(value)
-        if gc.is_tracked(value):
-            tracked += 1
-            stack.extend(gc.get_referents(value))
+        tracked += gc.is_tracked(value)
+        stack.extend(gc.get_referents(value))
     return size, tracked
 
 
@@ -210,6 +213,8 @@ def trace_ratio(rounds: int) -> None:
 def main() -> None:
     quick = "--quick" in sys.argv
     sizes = QUICK_SIZES if quick else SIZES
+    if "--sizes" in sys.argv:  # e.g. --sizes 1000,100000: only these lengths
+        sizes = tuple(int(size) for size in sys.argv[sys.argv.index("--sizes") + 1].split(","))
     turns = QUICK_TURNS if quick else TURNS
     print(f"Python {sys.version.split()[0]}; window {WINDOW:,}; {turns} turns a phase")
     started = time.perf_counter()
