@@ -199,7 +199,13 @@ class OverwriteStore:
 
     def has_update(self, message_index: int, block_index: int) -> bool:
         """Whether a block has an update (what :meth:`latest` tells, without copying it)."""
-        return bool(self._raw_updates(message_index, block_index))
+        entry = self._entries.get(_lookup(message_index))
+        if entry is None:
+            return False
+        block, filled = _lookup(block_index), entry[_FILLED]
+        if isinstance(filled, int):
+            return type(block) is int and 0 <= block < _MASK_BITS and bool(filled >> block & 1)
+        return block in filled
 
     def effective_text(self, message_index: int, block_index: int) -> str | None:
         """The text a block shows after its effective update, or None when it has none."""
@@ -302,8 +308,7 @@ class OverwriteStore:
                     positions = self._positions
                     del positions[bisect_left(positions, message_key)]
             else:  # as it was, at a new revision: no cache keyed on the old one is fooled
-                kind, _, text, count, exotic, keys = before
-                self._entries[message_key] = (kind, self._revision, text, count, exotic, keys)
+                self._entries[message_key] = (before[0], self._revision, *before[2:])
 
     def rollback(self, timestamp: float) -> None:
         """Drop every update newer than ``timestamp`` (updates at ``timestamp`` stay).
@@ -413,8 +418,12 @@ class OverwriteStore:
         return store
 
 
-_Entry = tuple[Any, int, str, int, bool, "tuple[Any, ...] | None"]
-"""One message's entry: ``(edit type, revision, text, updates, exotic, block keys)``.
+_Entry = tuple[Any, int, str, int, bool, "tuple[Any, ...] | None", "int | tuple[Any, ...]"]
+"""One message's entry: ``(edit type, revision, text, updates, exotic, block keys, filled)``.
+
+Its parts are plain values, not containers, so that CPython stops tracking it at the first
+collection it survives (a tuple holding a tuple is let go one level a collection, and an entry
+reaches the old generation before that).
 
 - edit type: as :func:`~windowkeeper.core._updates.freeze` keeps it (almost always an int);
 - revision: the store's :attr:`~OverwriteStore.revision` when a record last changed it;
@@ -424,7 +433,10 @@ _Entry = tuple[Any, int, str, int, bool, "tuple[Any, ...] | None"]
 - exotic: whether the text holds floats or odd keys, and so is written and read on the exact
   slow path of :mod:`~windowkeeper.core._javascript`;
 - block keys: the keys of its blocks, in order, when one is a key its text cannot give back
-  (JavaScript's ``undefined``, written as ``null``; an opaque key), else None.
+  (JavaScript's ``undefined``, written as ``null``; an opaque key), else None;
+- filled: which blocks have an update (what :meth:`~OverwriteStore.has_update`, asked for every
+  message a step may change, tells without parsing the text): a bit mask of their indices, or a
+  tuple of their keys when one is not an index below 62.
 """
 
 _KIND: Final = 0
@@ -433,6 +445,9 @@ _TEXT: Final = 2
 _COUNT: Final = 3
 _EXOTIC: Final = 4
 _KEYS: Final = 5
+_FILLED: Final = 6
+
+_MASK_BITS = 62  # block indices a mask holds (a message has a few blocks; an int stays small)
 
 
 def _entry(
@@ -441,7 +456,20 @@ def _entry(
     """The entry of message ``key`` holding ``blocks``."""
     text = dumps([key, [kind, list(blocks.items())]], exotic=exotic)
     odd = exotic and any(block is UNDEFINED or isinstance(block, OpaqueKey) for block in blocks)
-    return (kind, revision, text, count, exotic, tuple(blocks) if odd else None)
+    filled = [block for block, updates in blocks.items() if isinstance(updates, list) and updates]
+    mask = _mask(filled)
+    held = tuple(blocks) if odd else None
+    return (kind, revision, text, count, exotic, held, tuple(filled) if mask is None else mask)
+
+
+def _mask(blocks: list[Any]) -> int | None:
+    """The bit mask of block indices ``blocks``, or None when one is no index below 62."""
+    mask = 0
+    for block in blocks:
+        if type(block) is not int or not 0 <= block < _MASK_BITS:
+            return None
+        mask |= 1 << block
+    return mask
 
 
 def _parsed(entry: _Entry) -> dict[Any, Any]:
@@ -478,6 +506,8 @@ def _record_key(index: Any) -> tuple[Any, bool]:
 
 def _lookup(index: Any) -> Any:
     """The dict key an index is found under (``True`` must not find ``1``; a list finds nothing)."""
+    if type(index) is int:  # the common case, asked for many times a request
+        return index
     key, _ = map_key(index)
     return key
 
