@@ -18,16 +18,27 @@ what it rebuilds its maps from loads, what makes it throw (and so start empty) r
 
 from __future__ import annotations
 
-import json
 from bisect import bisect_left, insort
 from collections.abc import Collection, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from .._errors import CorruptStoreError
-from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
+from ._javascript import UNDEFINED, OpaqueKey, loads, map_key, normalize, to_number
 from ._messages import Message
 from ._notices import TRUNCATION_NOTICE
-from ._store_json import parse_entries
+from ._store_json import (
+    COUNT,
+    EXOTIC,
+    FILLED,
+    KIND,
+    MASK_BITS,
+    REVISION,
+    TEXT_AT,
+    StoredEntry,
+    parse_entries,
+    parsed_blocks,
+    stored_entry,
+)
 from ._updates import (
     CONTENT,
     INPUT,
@@ -68,7 +79,7 @@ class OverwriteStore:
     equal when they serialize to the same text.
 
     Each entry is kept as the text the original writes for it (``[messageIndex,[editType,
-    blocks]]``) in a tuple of plain values (see :data:`_Entry`): the masks of a long task's
+    blocks]]``) in a tuple of plain values (see :data:`StoredEntry`): the masks of a long task's
     hidden history, thousands of entries written once and then only serialized, hold no
     container for a generation-2 collection to visit (CPython stops tracking a tuple of
     strings and numbers), take about a third of the memory of nested lists, serialize by a
@@ -80,16 +91,16 @@ class OverwriteStore:
     __slots__ = ("_counts", "_entries", "_epoch", "_journal", "_last", "_positions", "_revision")
 
     def __init__(self) -> None:
-        self._entries: dict[Any, _Entry] = {}
+        self._entries: dict[Any, StoredEntry] = {}
         # The entries' keys that can be a message's index (ints >= 0), ascending: rendering
         # looks up the visible range by bisection instead of visiting every entry.
         self._positions: list[int] = []
         self._revision = 0
         self._epoch = 0  # changes when many entries may have changed at once (see epoch)
         # While a journal is open: (message key, its entry before the record, None if none)
-        self._journal: list[tuple[Any, _Entry | None]] | None = None
+        self._journal: list[tuple[Any, StoredEntry | None]] | None = None
         self._counts: dict[Any, int] | None = {}  # updates per edit type; None: count again
-        self._last: tuple[_Entry, dict[Any, Any]] | None = None  # the entry read last, parsed
+        self._last: tuple[StoredEntry, dict[Any, Any]] | None = None  # the entry read last, parsed
 
     @property
     def revision(self) -> int:
@@ -109,7 +120,7 @@ class OverwriteStore:
         Lets a cache of one message's edited copy survive edits of other messages.
         """
         entry = self._entries.get(_lookup(message_index))
-        return -1 if entry is None else entry[_REVISION]
+        return -1 if entry is None else entry[REVISION]
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -152,8 +163,8 @@ class OverwriteStore:
         if counts is None:
             counts = {}
             for entry in self._entries.values():
-                key = _count_key(entry[_KIND])
-                counts[key] = counts.get(key, 0) + entry[_COUNT]
+                key = _count_key(entry[KIND])
+                counts[key] = counts.get(key, 0) + entry[COUNT]
             self._counts = counts
         if edit_types is None:
             return sum(counts.values())
@@ -168,14 +179,14 @@ class OverwriteStore:
         for key, entry in self._entries.items():
             blocks = tuple(
                 Block(_plain(block_key), _typed(updates))
-                for block_key, updates in _parsed(entry).items()
+                for block_key, updates in parsed_blocks(entry).items()
             )
-            yield Entry(_plain(key), thaw(entry[_KIND]), blocks)
+            yield Entry(_plain(key), thaw(entry[KIND]), blocks)
 
     def edit_type(self, message_index: int) -> JSONValue:
         """The edit type of a message's entry, or None when it has none."""
         entry = self._entries.get(_lookup(message_index))
-        return None if entry is None else thaw(entry[_KIND])
+        return None if entry is None else thaw(entry[KIND])
 
     def block_updates(self, message_index: int) -> Iterator[tuple[Any, list[Any]]]:
         """``(block index, updates)`` of a message, in insertion order; updates are raw JSON.
@@ -185,7 +196,7 @@ class OverwriteStore:
         """
         entry = self._entries.get(_lookup(message_index))
         if entry is not None:
-            for block_key, updates in _parsed(entry).items():  # freshly parsed: the caller's
+            for block_key, updates in parsed_blocks(entry).items():  # freshly parsed: the caller's
                 yield block_key, updates if isinstance(updates, list) else []
 
     def updates(self, message_index: int, block_index: int) -> list[Update]:
@@ -202,9 +213,9 @@ class OverwriteStore:
         entry = self._entries.get(_lookup(message_index))
         if entry is None:
             return False
-        block, filled = _lookup(block_index), entry[_FILLED]
+        block, filled = _lookup(block_index), entry[FILLED]
         if isinstance(filled, int):
-            return type(block) is int and 0 <= block < _MASK_BITS and bool(filled >> block & 1)
+            return type(block) is int and 0 <= block < MASK_BITS and bool(filled >> block & 1)
         return block in filled
 
     def effective_text(self, message_index: int, block_index: int) -> str | None:
@@ -232,7 +243,7 @@ class OverwriteStore:
         last = self._last
         if last is not None and last[0] is entry:
             return last[1]
-        blocks = _parsed(entry)
+        blocks = parsed_blocks(entry)
         self._last = (entry, blocks)
         return blocks
 
@@ -261,15 +272,15 @@ class OverwriteStore:
             if _is_position(message_key):
                 insort(self._positions, message_key)
         else:
-            kind, count, blocks = entry[_KIND], entry[_COUNT], dict(self._blocks(message_key))
-            exotic = exotic or entry[_EXOTIC]
+            kind, count, blocks = entry[KIND], entry[COUNT], dict(self._blocks(message_key))
+            exotic = exotic or entry[EXOTIC]
         self._revision += 1
         if self._journal is not None:
             self._journal.append((message_key, entry))
         updates = blocks.get(block_key)
         # A fresh list: the parsed map of the entry read last may hold the old one.
         blocks[block_key] = [*updates, value] if isinstance(updates, list) else [value]
-        entry = _entry(
+        entry = stored_entry(
             message_key,
             kind,
             blocks,
@@ -322,7 +333,7 @@ class OverwriteStore:
         self._epoch += 1
         self._counts = None
         for message_key, entry in list(self._entries.items()):
-            blocks = _parsed(entry)
+            blocks = parsed_blocks(entry)
             cut = 0
             for block_key in list(blocks):
                 updates = blocks[block_key]
@@ -339,9 +350,9 @@ class OverwriteStore:
             if not blocks:
                 del self._entries[message_key]
             elif cut:
-                kind, revision, count = entry[_KIND], entry[_REVISION], entry[_COUNT] - cut
-                self._entries[message_key] = _entry(
-                    message_key, kind, blocks, revision=revision, count=count, exotic=entry[_EXOTIC]
+                kind, revision, count = entry[KIND], entry[REVISION], entry[COUNT] - cut
+                self._entries[message_key] = stored_entry(
+                    message_key, kind, blocks, revision=revision, count=count, exotic=entry[EXOTIC]
                 )
         self._index()
 
@@ -374,7 +385,7 @@ class OverwriteStore:
 
     def to_json(self) -> str:
         """The exact text the original writes: ``JSON.stringify`` of its maps as pair lists."""
-        return "[" + ",".join([entry[_TEXT] for entry in self._entries.values()]) + "]"
+        return "[" + ",".join([entry[TEXT_AT] for entry in self._entries.values()]) + "]"
 
     @classmethod
     def from_json(cls, text: str) -> OverwriteStore:
@@ -410,79 +421,12 @@ class OverwriteStore:
         exotic = exotic or odd  # then every entry is read and written on the exact slow path
         for key, edit_type, blocks in entries:
             count = sum(len(updates) for updates in blocks.values() if isinstance(updates, list))
-            store._entries[key] = _entry(
+            store._entries[key] = stored_entry(
                 key, freeze(edit_type), blocks, revision=0, count=count, exotic=exotic
             )
         store._counts = None
         store._index()
         return store
-
-
-_Entry = tuple[Any, int, str, int, bool, "tuple[Any, ...] | None", "int | tuple[Any, ...]"]
-"""One message's entry: ``(edit type, revision, text, updates, exotic, block keys, filled)``.
-
-Its parts are plain values, not containers, so that CPython stops tracking it at the first
-collection it survives (a tuple holding a tuple is let go one level a collection, and an entry
-reaches the old generation before that).
-
-- edit type: as :func:`~windowkeeper.core._updates.freeze` keeps it (almost always an int);
-- revision: the store's :attr:`~OverwriteStore.revision` when a record last changed it;
-- text: what the original writes for it, ``[messageIndex,[editType,[[blockIndex,[update,...]],
-  ...]]]``, the only copy of its blocks;
-- updates: how many updates its blocks hold (in blocks whose updates are a list);
-- exotic: whether the text holds floats or odd keys, and so is written and read on the exact
-  slow path of :mod:`~windowkeeper.core._javascript`;
-- block keys: the keys of its blocks, in order, when one is a key its text cannot give back
-  (JavaScript's ``undefined``, written as ``null``; an opaque key), else None;
-- filled: which blocks have an update (what :meth:`~OverwriteStore.has_update`, asked for every
-  message a step may change, tells without parsing the text): a bit mask of their indices, or a
-  tuple of their keys when one is not an index below 62.
-"""
-
-_KIND: Final = 0
-_REVISION: Final = 1
-_TEXT: Final = 2
-_COUNT: Final = 3
-_EXOTIC: Final = 4
-_KEYS: Final = 5
-_FILLED: Final = 6
-
-_MASK_BITS = 62  # block indices a mask holds (a message has a few blocks; an int stays small)
-
-
-def _entry(
-    key: Any, kind: Any, blocks: dict[Any, Any], *, revision: int, count: int, exotic: bool
-) -> _Entry:
-    """The entry of message ``key`` holding ``blocks``."""
-    text = dumps([key, [kind, list(blocks.items())]], exotic=exotic)
-    odd = exotic and any(block is UNDEFINED or isinstance(block, OpaqueKey) for block in blocks)
-    filled = [block for block, updates in blocks.items() if isinstance(updates, list) and updates]
-    mask = _mask(filled)
-    held = tuple(blocks) if odd else None
-    return (kind, revision, text, count, exotic, held, tuple(filled) if mask is None else mask)
-
-
-def _mask(blocks: list[Any]) -> int | None:
-    """The bit mask of block indices ``blocks``, or None when one is no index below 62."""
-    mask = 0
-    for block in blocks:
-        if type(block) is not int or not 0 <= block < _MASK_BITS:
-            return None
-        mask |= 1 << block
-    return mask
-
-
-def _parsed(entry: _Entry) -> dict[Any, Any]:
-    """An entry's block map, parsed from its text (fresh lists and dicts)."""
-    if entry[_EXOTIC]:
-        item, _ = loads(entry[_TEXT])
-    else:  # only strings, ints within 2**53 and objects in JavaScript's order: plain JSON
-        item = json.loads(entry[_TEXT])
-    pairs = item[1][1]
-    keys = entry[_KEYS]
-    if keys is None:
-        return dict(pairs)
-    return {block: pair[1] for block, pair in zip(keys, pairs, strict=True)}
 
 
 def _is_after(update: Any, timestamp: float) -> bool:
