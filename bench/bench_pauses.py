@@ -43,14 +43,14 @@ def _grow(length: int) -> tuple[ContextSession, list[tuple[int, int]]]:
     session.extend(messages[:2])
     samples = []
     shrinks = 0
-    every = max(1, length // 20_000)  # about 10-20 samples at any length
+    every = max(1, length // 6_000)  # a shrink each ~560 messages: about 15 samples
     for start in range(2, len(messages), 2 * BATCH):
         session.extend(messages[start : start + 2 * BATCH])
         prepared = session.prepare()
         session.record_usage(TokenUsage(tokens_in=prepared.estimated_tokens, tokens_out=100))
         if prepared.preflight_acted and start > 3_000:
             shrinks += 1
-            if shrinks % (4 * every) == 0:
+            if shrinks % every == 0:
                 deleted = session.deleted_range
                 hidden = deleted[1] - deleted[0] + 1 if deleted else 0
                 samples.append((hidden, _held(session)))
