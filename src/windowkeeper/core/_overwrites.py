@@ -82,7 +82,7 @@ class OverwriteStore:
     blocks]]``) in a tuple of plain values (see :data:`StoredEntry`): the masks of a long task's
     hidden history, thousands of entries written once and then only serialized, hold no
     container for a generation-2 collection to visit (CPython stops tracking a tuple of
-    strings and numbers), take about a third of the memory of nested lists, serialize by a
+    strings and numbers), take about half the memory of nested lists, serialize by a
     join and are shared by a copy. Reading an entry parses its text (an entry has a few blocks
     of a few updates); the last one read is remembered, since readers ask about one message
     several times in a row.
