@@ -132,7 +132,11 @@ class _Length:
 
 def _reachable(root: Any, skip: set[int]) -> tuple[int, int]:
     """(bytes, GC-tracked objects) reachable from ``root``, not counting the ids in ``skip``
-    (which are added to it), classes, modules and functions."""
+    (which are added to it), classes, modules and functions.
+
+    Untracked containers are walked too: CPython stops tracking a tuple or dict of plain
+    values, but what it holds is still memory the session retains.
+    """
     size = tracked = 0
     stack = [root]
     while stack:
@@ -141,9 +145,8 @@ def _reachable(root: Any, skip: set[int]) -> tuple[int, int]:
             continue
         skip.add(id(value))
         size += sys.getsizeof(value)
-        if gc.is_tracked(value):
-            tracked += 1
-            stack.extend(gc.get_referents(value))
+        tracked += gc.is_tracked(value)
+        stack.extend(gc.get_referents(value))
     return size, tracked
 
 

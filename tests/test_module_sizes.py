@@ -14,7 +14,6 @@ LIMIT = 500
 
 OVER: dict[str, int] = {
     "session/_session.py": 661,
-    "storage/_folder.py": 802,
 }
 """Modules over the limit, each with the most lines it may have."""
 

@@ -118,10 +118,8 @@ ALLOWED: dict[str, dict[str, tuple[str, ...]]] = {
         "windowkeeper.tools._scripted_summary": ("tools/test_replay_condense.py",),
     },
     "Kill points and limits patched in place by the storage crash tests": {
-        "windowkeeper.storage._folder": (
-            "storage/test_storage_conflicts.py",
-            "storage/test_storage_files.py",
-        ),
+        "windowkeeper.storage._folder": ("storage/test_storage_conflicts.py",),
+        "windowkeeper.storage._folder_files": ("storage/test_storage_files.py",),
     },
     "The package's own layout (the errors module test_public_api checks)": {
         "windowkeeper._errors": ("test_public_api.py",),

@@ -8,6 +8,7 @@ saver use them.
 
 from __future__ import annotations
 
+import gc
 import json
 import shutil
 import subprocess
@@ -597,6 +598,89 @@ class TestIndicesBetween:
             )
         store.clear()
         assert store.indices_between(0, 5000) == []
+
+
+def tracked_objects(root: object) -> int:
+    """How many objects a garbage collection visits among those reachable from ``root``."""
+    seen: set[int] = set()
+    stack = [root]
+    tracked = 0
+    while stack:
+        value = stack.pop()
+        if id(value) in seen or isinstance(value, type):
+            continue
+        seen.add(id(value))
+        tracked += gc.is_tracked(value)
+        stack.extend(gc.get_referents(value))  # untracked containers are walked too
+    return tracked
+
+
+def masks(count: int) -> OverwriteStore:
+    """A store of ``count`` masked reads, one block each, as a long task leaves them."""
+    store = OverwriteStore()
+    for index in range(2, 2 * count + 2, 2):
+        text = f"[an older copy of 'src/m{index}.py' was removed here]"
+        store.record(
+            index, EditType.READ_FILE_TOOL, 0, text_update(1000 + index, text, kind="content")
+        )
+    store.record(7, EditType.FILE_MENTION, 0, text_update(5, "x", [["a.txt"], ["a.txt", "b.txt"]]))
+    return store
+
+
+class TestCompactEntries:
+    """Entries are plain values: a store's size adds nothing a collection visits."""
+
+    def test_recorded_entries_add_no_tracked_object(self) -> None:
+        """A store of 2,000 masks holds as many GC-tracked objects as one of 20."""
+        small, large = masks(20), masks(2_000)
+        gc.collect()
+        assert tracked_objects(large) == tracked_objects(small)
+
+    def test_loaded_and_copied_entries_add_no_tracked_object(self) -> None:
+        """So does one loaded from the original's file, and a copy of it."""
+        small = OverwriteStore.from_json(masks(20).to_json())
+        large = OverwriteStore.from_json(masks(2_000).to_json())
+        gc.collect()
+        assert tracked_objects(large) == tracked_objects(small)
+        assert tracked_objects(large.copy()) == tracked_objects(small.copy())
+
+    def test_has_update_for_blocks_of_any_key(self) -> None:
+        """Blocks past the mask's 62 indices, negative, float and string keys are found as well."""
+        store = OverwriteStore()
+        for block in (0, 61, 62, 10**6, -1, 1.5, "x"):
+            store.record(3, EditType.READ_FILE_TOOL, block, text_update(1, "t"))
+        store.record(4, EditType.READ_FILE_TOOL, 61, text_update(1, "t"))
+        for each in (store, OverwriteStore.from_json(store.to_json())):
+            for block in (0, 61, 62, 10**6, -1, 1.5, "x"):
+                assert each.has_update(3, block)
+            assert [b for b in range(70) if each.has_update(4, b)] == [61]
+            for block in (1, 60, 63, -2, 2.5, "y", True, None):
+                assert not each.has_update(3, block)
+
+    @given(recordings(first=1, last=500), recordings(first=501, last=1000), st.integers(0, 1001))
+    def test_what_an_entry_tells_without_parsing_agrees_with_its_text(
+        self, before: list[tuple[Any, ...]], after: list[tuple[Any, ...]], checkpoint: int
+    ) -> None:
+        """``has_update`` and ``update_count`` agree with the updates themselves after any change."""
+        store = build(before)
+        store.open_journal()
+        build(after, store)
+        stores = [store.copy()]
+        store.undo_journal()
+        stores += [store, build(after, OverwriteStore.from_json(store.to_json()))]
+        stores[-1].rollback(checkpoint)
+        for each in stores:
+            for message in [*range(13), 99, 4000]:
+                for block in range(4):
+                    assert each.has_update(message, block) == (
+                        each.latest(message, block) is not None
+                    )
+            counted = sum(len(b.updates) for entry in each.entries() for b in entry.blocks)
+            assert each.update_count() == counted
+            reading = sum(
+                len(b.updates) for e in each.entries() if e.edit_type == 2 for b in e.blocks
+            )
+            assert each.update_count([EditType.READ_FILE_TOOL]) == reading
 
 
 # -- deliberate fix 2 --------------------------------------------------------------------------------

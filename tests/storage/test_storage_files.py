@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from windowkeeper import ContextSession, SQLiteStore, StorageError
 from windowkeeper.cli import cli
-from windowkeeper.storage import _folder
+from windowkeeper.storage import _folder_files
 
 TASK = {"role": "user", "content": "Add pagination to the API."}
 HISTORY = "api_conversation_history.json"
@@ -69,7 +69,7 @@ class TestFullDisk:
         session.append(TASK)
         for index in range(3):
             turn(session, index)
-        real = _folder._write_all
+        real = _folder_files.write_all
         armed = {"on": True}
 
         def full(descriptor: int, data: bytes) -> None:
@@ -81,7 +81,7 @@ class TestFullDisk:
                 raise OSError(errno.ENOSPC, "No space left on device")
             real(descriptor, data)
 
-        monkeypatch.setattr(_folder, "_write_all", full)
+        monkeypatch.setattr(_folder_files, "write_all", full)  # every write of the folder
         before = session.history
         with pytest.raises(StorageError, match=target.replace(".", r"\.")):
             session.append(text("assistant", "lost to a full disk"))

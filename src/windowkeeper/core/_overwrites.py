@@ -23,11 +23,34 @@ from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import CorruptStoreError
-from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, normalize, to_number
+from ._javascript import UNDEFINED, OpaqueKey, loads, map_key, normalize, to_number
 from ._messages import Message
 from ._notices import TRUNCATION_NOTICE
-from ._store_json import parse_entries
-from ._updates import CONTENT, INPUT, TEXT, Block, EditType, Entry, Update, text_update
+from ._store_json import (
+    COUNT,
+    EXOTIC,
+    FILLED,
+    KIND,
+    MASK_BITS,
+    REVISION,
+    TEXT_AT,
+    StoredEntry,
+    parse_entries,
+    parsed_blocks,
+    stored_entry,
+)
+from ._updates import (
+    CONTENT,
+    INPUT,
+    TEXT,
+    Block,
+    EditType,
+    Entry,
+    Update,
+    freeze,
+    text_update,
+    thaw,
+)
 from ._updates import clone as _clone
 
 if TYPE_CHECKING:
@@ -48,44 +71,36 @@ __all__ = [
 ]
 
 
-class _Entry:
-    __slots__ = ("blocks", "edit_type", "revision")
-
-    def __init__(self, edit_type: Any, blocks: dict[Any, Any]) -> None:
-        self.edit_type = edit_type
-        self.blocks = blocks  # block key -> updates (a list, unless a loaded file said otherwise)
-        self.revision = 0  # the store's revision when a record last changed this entry
-
-
 class OverwriteStore:
     """Message index -> (edit type, block index -> [update, ...]), in insertion order.
 
     Not thread-safe; one store per task. Values handed out are copies or immutable views, and
     values taken in are copied, so the store changes only through its methods. Two stores are
     equal when they serialize to the same text.
+
+    Each entry is kept as the text the original writes for it (``[messageIndex,[editType,
+    blocks]]``) in a tuple of plain values (see :data:`StoredEntry`): the masks of a long task's
+    hidden history, thousands of entries written once and then only serialized, hold no
+    container for a generation-2 collection to visit (CPython stops tracking a tuple of
+    strings and numbers), take about half the memory of nested lists, serialize by a
+    join and are shared by a copy. Reading an entry parses its text (an entry has a few blocks
+    of a few updates); the last one read is remembered, since readers ask about one message
+    several times in a row.
     """
 
-    __slots__ = (
-        "_counts",
-        "_entries",
-        "_epoch",
-        "_exotic",
-        "_journal",
-        "_positions",
-        "_revision",
-    )
+    __slots__ = ("_counts", "_entries", "_epoch", "_journal", "_last", "_positions", "_revision")
 
     def __init__(self) -> None:
-        self._entries: dict[Any, _Entry] = {}
+        self._entries: dict[Any, StoredEntry] = {}
         # The entries' keys that can be a message's index (ints >= 0), ascending: rendering
         # looks up the visible range by bisection instead of visiting every entry.
         self._positions: list[int] = []
-        self._exotic = False  # holds floats or opaque keys: serialize on the exact slow path
         self._revision = 0
         self._epoch = 0  # changes when many entries may have changed at once (see epoch)
-        # While a journal is open: (message key, block key, entry was new, what the block held)
-        self._journal: list[tuple[Any, Any, bool, Any]] | None = None
+        # While a journal is open: (message key, its entry before the record, None if none)
+        self._journal: list[tuple[Any, StoredEntry | None]] | None = None
         self._counts: dict[Any, int] | None = {}  # updates per edit type; None: count again
+        self._last: tuple[StoredEntry, dict[Any, Any]] | None = None  # the entry read last, parsed
 
     @property
     def revision(self) -> int:
@@ -105,7 +120,7 @@ class OverwriteStore:
         Lets a cache of one message's edited copy survive edits of other messages.
         """
         entry = self._entries.get(_lookup(message_index))
-        return -1 if entry is None else entry.revision
+        return -1 if entry is None else entry[REVISION]
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -142,20 +157,18 @@ class OverwriteStore:
     def update_count(self, edit_types: Collection[JSONValue] | None = None) -> int:
         """How many updates the store holds, in entries of ``edit_types`` (all when None).
 
-        Counts without copying anything, unlike :meth:`entries`.
+        Counts without copying or parsing anything, unlike :meth:`entries`.
         """
         counts = self._counts
         if counts is None:
             counts = {}
             for entry in self._entries.values():
-                total = sum(len(u) for u in entry.blocks.values() if isinstance(u, list))
-                counts[_count_key(entry.edit_type)] = (
-                    counts.get(_count_key(entry.edit_type), 0) + total
-                )
+                key = _count_key(entry[KIND])
+                counts[key] = counts.get(key, 0) + entry[COUNT]
             self._counts = counts
         if edit_types is None:
             return sum(counts.values())
-        wanted = {_count_key(kind) for kind in edit_types}
+        wanted = {_count_key(freeze(kind)) for kind in edit_types}
         return sum(count for kind, count in counts.items() if kind in wanted)
 
     def entries(self) -> Iterator[Entry]:
@@ -166,14 +179,14 @@ class OverwriteStore:
         for key, entry in self._entries.items():
             blocks = tuple(
                 Block(_plain(block_key), _typed(updates))
-                for block_key, updates in entry.blocks.items()
+                for block_key, updates in parsed_blocks(entry).items()
             )
-            yield Entry(_plain(key), _clone(entry.edit_type), blocks)
+            yield Entry(_plain(key), thaw(entry[KIND]), blocks)
 
     def edit_type(self, message_index: int) -> JSONValue:
         """The edit type of a message's entry, or None when it has none."""
         entry = self._entries.get(_lookup(message_index))
-        return None if entry is None else entry.edit_type
+        return None if entry is None else thaw(entry[KIND])
 
     def block_updates(self, message_index: int) -> Iterator[tuple[Any, list[Any]]]:
         """``(block index, updates)`` of a message, in insertion order; updates are raw JSON.
@@ -183,8 +196,8 @@ class OverwriteStore:
         """
         entry = self._entries.get(_lookup(message_index))
         if entry is not None:
-            for block_key, updates in entry.blocks.items():
-                yield block_key, list(updates) if isinstance(updates, list) else []
+            for block_key, updates in parsed_blocks(entry).items():  # freshly parsed: the caller's
+                yield block_key, updates if isinstance(updates, list) else []
 
     def updates(self, message_index: int, block_index: int) -> list[Update]:
         """Every update of a block, oldest first."""
@@ -197,7 +210,13 @@ class OverwriteStore:
 
     def has_update(self, message_index: int, block_index: int) -> bool:
         """Whether a block has an update (what :meth:`latest` tells, without copying it)."""
-        return bool(self._raw_updates(message_index, block_index))
+        entry = self._entries.get(_lookup(message_index))
+        if entry is None:
+            return False
+        block, filled = _lookup(block_index), entry[FILLED]
+        if isinstance(filled, int):
+            return type(block) is int and 0 <= block < MASK_BITS and bool(filled >> block & 1)
+        return block in filled
 
     def effective_text(self, message_index: int, block_index: int) -> str | None:
         """The text a block shows after its effective update, or None when it has none."""
@@ -206,19 +225,27 @@ class OverwriteStore:
 
     def first_block_latest(self, message_index: int) -> Update | None:
         """The last update of the message's first-inserted block (how the original reads mentions)."""
-        entry = self._entries.get(_lookup(message_index))
-        if entry is None:
-            return None
-        for updates in entry.blocks.values():
+        blocks = self._blocks(_lookup(message_index))
+        for updates in blocks.values():
             return Update.of(updates[-1]) if isinstance(updates, list) and updates else None
         return None
 
     def _raw_updates(self, message_index: Any, block_index: Any) -> list[Any]:
-        entry = self._entries.get(_lookup(message_index))
-        if entry is None:
-            return []
-        updates = entry.blocks.get(_lookup(block_index))
+        """A block's updates as the store holds them (to read, not to hand out)."""
+        updates = self._blocks(_lookup(message_index)).get(_lookup(block_index))
         return updates if isinstance(updates, list) else []
+
+    def _blocks(self, message_key: Any) -> dict[Any, Any]:
+        """The block map of a message's entry, parsed (to read, not to hand out; {} if none)."""
+        entry = self._entries.get(message_key)
+        if entry is None:
+            return {}
+        last = self._last
+        if last is not None and last[0] is entry:
+            return last[1]
+        blocks = parsed_blocks(entry)
+        self._last = (entry, blocks)
+        return blocks
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -235,33 +262,37 @@ class OverwriteStore:
         ``TypeError`` when an argument is not a JSON value.
         """
         value, exotic = normalize(update)
-        self._revision += 1
         message_key, odd_message = _record_key(message_index)
         block_key, odd_block = _record_key(block_index)
         entry = self._entries.get(message_key)
-        created = entry is None
         if entry is None:
-            kind, odd_kind = normalize(edit_type)
-            entry = self._entries[message_key] = _Entry(kind, {})
-            exotic = exotic or odd_kind
+            normalized, odd_kind = normalize(edit_type)
+            kind, count, blocks = freeze(normalized), 0, {}
+            exotic = exotic or odd_kind or odd_message
             if _is_position(message_key):
                 insort(self._positions, message_key)
-        entry.revision = self._revision
-        updates = entry.blocks.get(block_key, _ABSENT)
-        if self._journal is not None:
-            held = len(updates) if isinstance(updates, list) else updates
-            self._journal.append((message_key, block_key, created, held))
-        if isinstance(updates, list):
-            updates.append(value)
         else:
-            entry.blocks[block_key] = [value]
+            kind, count, blocks = entry[KIND], entry[COUNT], dict(self._blocks(message_key))
+            exotic = exotic or entry[EXOTIC]
+        self._revision += 1
+        if self._journal is not None:
+            self._journal.append((message_key, entry))
+        updates = blocks.get(block_key)
+        # A fresh list: the parsed map of the entry read last may hold the old one.
+        blocks[block_key] = [*updates, value] if isinstance(updates, list) else [value]
+        entry = stored_entry(
+            message_key,
+            kind,
+            blocks,
+            revision=self._revision,
+            count=count + 1,
+            exotic=exotic or odd_block,
+        )
+        self._entries[message_key] = entry
+        self._last = (entry, blocks)
         if self._counts is not None:
-            if isinstance(updates, list) or updates is _ABSENT:
-                key = _count_key(entry.edit_type)
-                self._counts[key] = self._counts.get(key, 0) + 1
-            else:
-                self._counts = None  # a non-list value was replaced: count again when asked
-        self._exotic = self._exotic or exotic or odd_message or odd_block
+            key = _count_key(kind)
+            self._counts[key] = self._counts.get(key, 0) + 1
 
     def open_journal(self) -> None:
         """Start remembering each :meth:`record`, so that :meth:`undo_journal` can take it back.
@@ -281,19 +312,14 @@ class OverwriteStore:
         self._revision += 1
         self._epoch += 1
         self._counts = None
-        for message_key, block_key, created, held in reversed(journal):
-            entry = self._entries[message_key]
-            if isinstance(held, int):
-                del entry.blocks[block_key][held:]
-            elif held is _ABSENT:
-                del entry.blocks[block_key]
-            else:
-                entry.blocks[block_key] = held
-            if created:
+        for message_key, before in reversed(journal):
+            if before is None:
                 del self._entries[message_key]
                 if _is_position(message_key):
                     positions = self._positions
                     del positions[bisect_left(positions, message_key)]
+            else:  # as it was, at a new revision: no cache keyed on the old one is fooled
+                self._entries[message_key] = (before[0], self._revision, *before[2:])
 
     def rollback(self, timestamp: float) -> None:
         """Drop every update newer than ``timestamp`` (updates at ``timestamp`` stay).
@@ -306,8 +332,9 @@ class OverwriteStore:
         self._revision += 1
         self._epoch += 1
         self._counts = None
-        for message_key in list(self._entries):
-            blocks = self._entries[message_key].blocks
+        for message_key, entry in list(self._entries.items()):
+            blocks = parsed_blocks(entry)
+            cut = 0
             for block_key in list(blocks):
                 updates = blocks[block_key]
                 if not isinstance(updates, list):
@@ -316,11 +343,17 @@ class OverwriteStore:
                 while keep > 0 and _is_after(updates[keep - 1], timestamp):
                     keep -= 1
                 if keep < len(updates):
+                    cut += len(updates) - keep
                     del updates[keep:]
                     if keep == 0:
                         del blocks[block_key]
             if not blocks:
                 del self._entries[message_key]
+            elif cut:
+                kind, revision, count = entry[KIND], entry[REVISION], entry[COUNT] - cut
+                self._entries[message_key] = stored_entry(
+                    message_key, kind, blocks, revision=revision, count=count, exotic=entry[EXOTIC]
+                )
         self._index()
 
     def clear(self) -> None:
@@ -330,19 +363,15 @@ class OverwriteStore:
         self._counts = None
         self._entries.clear()
         self._positions = []
-        self._exotic = False
 
     def _index(self) -> None:
         """Rebuild :attr:`_positions` from the entries (after a change to many of them)."""
         self._positions = sorted(key for key in self._entries if _is_position(key))
 
     def copy(self) -> OverwriteStore:
-        """An independent copy (no list is shared with this store)."""
+        """An independent copy (the entries are immutable values, so it shares them)."""
         twin = OverwriteStore()
-        twin._exotic = self._exotic
-        for key, entry in self._entries.items():
-            blocks = {block_key: _clone(updates) for block_key, updates in entry.blocks.items()}
-            twin._entries[key] = _Entry(_clone(entry.edit_type), blocks)
+        twin._entries = dict(self._entries)
         twin._positions = list(self._positions)
         twin._counts = None
         return twin
@@ -356,11 +385,7 @@ class OverwriteStore:
 
     def to_json(self) -> str:
         """The exact text the original writes: ``JSON.stringify`` of its maps as pair lists."""
-        value = [
-            [key, [entry.edit_type, list(entry.blocks.items())]]
-            for key, entry in self._entries.items()
-        ]
-        return dumps(value, exotic=self._exotic)
+        return "[" + ",".join([entry[TEXT_AT] for entry in self._entries.values()]) + "]"
 
     @classmethod
     def from_json(cls, text: str) -> OverwriteStore:
@@ -393,10 +418,12 @@ class OverwriteStore:
     def _build(cls, value: Any, exotic: bool) -> OverwriteStore:
         store = cls()
         entries, odd = parse_entries(value)
+        exotic = exotic or odd  # then every entry is read and written on the exact slow path
         for key, edit_type, blocks in entries:
-            store._entries[key] = _Entry(edit_type, blocks)
-        exotic = exotic or odd
-        store._exotic = exotic
+            count = sum(len(updates) for updates in blocks.values() if isinstance(updates, list))
+            store._entries[key] = stored_entry(
+                key, freeze(edit_type), blocks, revision=0, count=count, exotic=exotic
+            )
         store._counts = None
         store._index()
         return store
@@ -440,11 +467,8 @@ def _plain(key: Any) -> Any:
     return None if key is UNDEFINED else key
 
 
-_ABSENT = object()  # a block key with no updates yet
-
-
 def _count_key(edit_type: Any) -> Any:
-    """``edit_type`` as a key of the update counts (its repr when it cannot be one)."""
+    """A frozen ``edit_type`` as a key of the update counts (its repr when it cannot be one)."""
     try:
         hash(edit_type)
     except TypeError:

@@ -6,16 +6,33 @@ extra elements are ignored, missing ones read as undefined, and missing or null 
 an empty map. Whatever makes that throw raises :class:`CorruptStoreError` naming the place, as
 the original then starts empty. :class:`~windowkeeper.core._overwrites.OverwriteStore` builds
 its entries from what :func:`parse_entries` returns.
+
+An entry is then kept as the text the original writes for it (:data:`StoredEntry`, made by
+:func:`stored_entry`, read back by :func:`parsed_blocks`), which the store's file is the join of.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Final
 
 from .._errors import CorruptStoreError
-from ._javascript import UNDEFINED, map_key
+from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key
 
-__all__ = ["parse_entries"]
+__all__ = [
+    "COUNT",
+    "EXOTIC",
+    "FILLED",
+    "KEYS",
+    "KIND",
+    "MASK_BITS",
+    "REVISION",
+    "TEXT_AT",
+    "StoredEntry",
+    "parse_entries",
+    "parsed_blocks",
+    "stored_entry",
+]
 
 
 def parse_entries(value: Any) -> tuple[list[tuple[Any, Any, dict[Any, Any]]], bool]:
@@ -93,3 +110,72 @@ def _kind(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return "a list" if isinstance(value, list) else type(value).__name__
+
+
+# -- the store's entries ---------------------------------------------------------------------
+
+StoredEntry = tuple[Any, int, str, int, bool, "tuple[Any, ...] | None", "int | tuple[Any, ...]"]
+"""One message's entry: ``(edit type, revision, text, updates, exotic, block keys, filled)``.
+
+Its parts are plain values, not containers, so that CPython stops tracking it at the first
+collection it survives (a tuple holding a tuple is let go one level a collection, and an entry
+reaches the old generation before that).
+
+- edit type: as :func:`~windowkeeper.core._updates.freeze` keeps it (almost always an int);
+- revision: the store's :attr:`~windowkeeper.core._overwrites.OverwriteStore.revision` when a record last changed it;
+- text: what the original writes for it, ``[messageIndex,[editType,[[blockIndex,[update,...]],
+  ...]]]``, the only copy of its blocks;
+- updates: how many updates its blocks hold (in blocks whose updates are a list);
+- exotic: whether the text holds floats or odd keys, and so is written and read on the exact
+  slow path of :mod:`~windowkeeper.core._javascript`;
+- block keys: the keys of its blocks, in order, when one is a key its text cannot give back
+  (JavaScript's ``undefined``, written as ``null``; an opaque key), else None;
+- filled: which blocks have an update (what :meth:`~windowkeeper.core._overwrites.OverwriteStore.has_update`, asked for every
+  message a step may change, tells without parsing the text): a bit mask of their indices, or a
+  tuple of their keys when one is not an index below 62.
+"""
+
+KIND: Final = 0
+REVISION: Final = 1
+TEXT_AT: Final = 2
+COUNT: Final = 3
+EXOTIC: Final = 4
+KEYS: Final = 5
+FILLED: Final = 6
+
+MASK_BITS = 62  # block indices a mask holds (a message has a few blocks; an int stays small)
+
+
+def stored_entry(
+    key: Any, kind: Any, blocks: dict[Any, Any], *, revision: int, count: int, exotic: bool
+) -> StoredEntry:
+    """The entry of message ``key`` holding ``blocks``."""
+    text = dumps([key, [kind, list(blocks.items())]], exotic=exotic)
+    odd = exotic and any(block is UNDEFINED or isinstance(block, OpaqueKey) for block in blocks)
+    filled = [block for block, updates in blocks.items() if isinstance(updates, list) and updates]
+    mask = _mask(filled)
+    held = tuple(blocks) if odd else None
+    return (kind, revision, text, count, exotic, held, tuple(filled) if mask is None else mask)
+
+
+def _mask(blocks: list[Any]) -> int | None:
+    """The bit mask of block indices ``blocks``, or None when one is no index below 62."""
+    mask = 0
+    for block in blocks:
+        if type(block) is not int or not 0 <= block < MASK_BITS:
+            return None
+        mask |= 1 << block
+    return mask
+
+
+def parsed_blocks(entry: StoredEntry) -> dict[Any, Any]:
+    """An entry's block map, parsed from its text (fresh lists and dicts)."""
+    if entry[EXOTIC]:
+        item, _ = loads(entry[TEXT_AT])
+    else:  # only strings, ints within 2**53 and objects in JavaScript's order: plain JSON
+        item = json.loads(entry[TEXT_AT])
+    pairs = item[1][1]
+    keys = entry[KEYS]
+    if keys is None:
+        return dict(pairs)
+    return {block: pair[1] for block, pair in zip(keys, pairs, strict=True)}

@@ -24,7 +24,9 @@ __all__ = [
     "Entry",
     "Update",
     "clone",
+    "freeze",
     "text_update",
+    "thaw",
 ]
 
 
@@ -116,4 +118,27 @@ def clone(value: Any) -> Any:
         return [clone(item) for item in value]
     if isinstance(value, dict):
         return {key: clone(item) for key, item in value.items()}
+    return value
+
+
+def freeze(value: Any) -> Any:
+    """A JSON value with every list made a tuple (the store's compact form; see :func:`thaw`).
+
+    A tuple that holds only numbers, strings, None and such tuples is untracked by CPython's
+    garbage collector after its first collection, so a store of thousands of frozen updates adds
+    nothing to what a full collection visits. JSON has no tuples, so the form loses nothing.
+    """
+    if isinstance(value, list):
+        return tuple([freeze(item) for item in value])
+    if isinstance(value, dict):
+        return {key: freeze(item) for key, item in value.items()}
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """The JSON value of a :func:`freeze` form: fresh lists for its tuples, fresh dicts."""
+    if isinstance(value, tuple):
+        return [thaw(item) for item in value]
+    if isinstance(value, dict):
+        return {key: thaw(item) for key, item in value.items()}
     return value

@@ -45,21 +45,20 @@ fails (a full disk) is undone, so every file stays parseable, and raises :class:
 naming the file. A folder this process may not write loads read-only: commits that add or cut
 messages raise :class:`StorageError`, the others (a request's decisions, usage) are kept in
 memory. Links are never followed: every file is opened with ``O_NOFOLLOW`` or replaced by rename.
+The file operations are in :mod:`._folder_files`, loading and its repairs in :mod:`._folder_load`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
-import json
 import os
-import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from .._errors import ConfigurationError, TaskFolderError
 from ..core._messages import Message
+from . import _folder_files as files
 from ._files import (
     CONTEXT_HISTORY_FILE,
     LoadReport,
@@ -69,25 +68,11 @@ from ._files import (
     follow_owner,
     fsync_folder,
     load_store,
-    read_regular,
     remove_stale_temporaries,
 )
-from ._journal import (
-    TAIL,
-    encode_message,
-    encode_record,
-    is_record,
-    last_line,
-    matches,
-    replay,
-    tail_digest,
-)
+from ._folder_load import extension, index, legacy_state, read_journal, repair
+from ._journal import TAIL, encode_message, encode_record, last_line, tail_digest
 from ._protocol import Commit, ConcurrentUpdateError, Snapshot, StorageError
-
-try:  # POSIX; elsewhere a folder is not guarded against a second writer
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["HISTORY_FILE", "JOURNAL_FILE", "LEGACY_STATE_FILE", "TaskFolderStore", "encode_message"]
 
@@ -97,24 +82,6 @@ LEGACY_STATE_FILE = "windowkeeper_session.json"  # before the journal: the state
 LOCK_FILE = "windowkeeper.lock"
 _JOURNAL_LIMIT = 1000
 _JOURNAL_BYTES = 8 << 20
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_READ_ONLY = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
-
-
-def _digest(data: bytes) -> str:
-    import hashlib  # noqa: PLC0415  (a digest is taken on commit, not at import)
-
-    return hashlib.sha256(data).hexdigest()
-
-
-def _read(path: Path) -> bytes | None:
-    """The bytes of a regular file (links not followed), None when there is none."""
-    try:
-        return read_regular(path)
-    except OSError as error:
-        if os.path.islink(path):
-            raise TaskFolderError(f"{path}: a link (links are never followed)") from None
-        raise TaskFolderError(f"{path}: cannot be read: {error.strerror or error}") from None
 
 
 class TaskFolderStore:
@@ -141,7 +108,6 @@ class TaskFolderStore:
         self._store_digest: str | None = None  # of the store file as last committed
         self._last_commit_id = ""
         self._stale: ConcurrentUpdateError | None = None  # refused until loaded again
-        self._journal_data = b""
         self._loaded = False
         # Called with a step's name before each write of a commit: the tests' crash points.
         self.before_write: Callable[[str], None] | None = None
@@ -154,35 +120,10 @@ class TaskFolderStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        if fcntl is None:  # pragma: no cover
+        shared, loaded = self.read_only, self._loaded
+        with files.locked(self.folder, LOCK_FILE, shared=shared, loaded=loaded) as read_only:
+            self.read_only = read_only
             yield
-            return
-        path = self.folder / LOCK_FILE
-        descriptor = None
-        shared = self.read_only
-        if not shared:
-            try:
-                try:
-                    descriptor = os.open(path, os.O_RDWR | _NOFOLLOW)
-                except FileNotFoundError:
-                    flags = os.O_RDWR | os.O_CREAT | _NOFOLLOW
-                    descriptor = os.open(path, flags, file_mode(path))
-            except OSError as error:
-                if error.errno not in _READ_ONLY or self._loaded:
-                    raise StorageError(f"{path}: cannot be opened: {error.strerror}") from None
-                shared = self.read_only = True
-            else:
-                follow_owner(descriptor, self.folder)
-        if shared:  # read under the writers' lock when there is one, without creating it
-            with contextlib.suppress(OSError):
-                descriptor = os.open(path, os.O_RDONLY | _NOFOLLOW)
-        try:
-            if descriptor is not None:
-                fcntl.flock(descriptor, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-            yield
-        finally:
-            if descriptor is not None:
-                os.close(descriptor)  # releases the lock
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -208,22 +149,36 @@ class TaskFolderStore:
             for name in (HISTORY_FILE, CONTEXT_HISTORY_FILE, JOURNAL_FILE, LEGACY_STATE_FILE):
                 # under the lock no writer of this folder is between its write and its rename
                 remove_stale_temporaries(self.folder / name, older_than=0.0)
-                remove_stale_temporaries(_next(self.folder / name), older_than=0.0)
-        journal = self._read_journal()
-        record = journal[-1] if journal else None
-        raw = _read(history_path)
+                remove_stale_temporaries(files.next_path(self.folder / name), older_than=0.0)
+        journal = read_journal(
+            self._journal_path, writable=not self.read_only, durable=self.durable
+        )
+        self._journal_size, self._journal_lines = journal.size, journal.lines
+        self._journal_last = journal.last
+        record = journal.record
+        raw = files.read(history_path)
         history: list[Message] | None = None
         if record is not None:
-            raw, history = self._repair(history_path, raw, journal)
+            raw, history = repair(
+                history_path,
+                self._store_path,
+                raw,
+                record,
+                journal.data,
+                read_only=self.read_only,
+                durable=self.durable,
+            )
+        del journal  # kept until the history was checked against it
         if history is None:
-            history = _parse_history(history_path, raw) if raw is not None else []
+            history = files.parse_history(history_path, raw) if raw is not None else []
         if record is not None and len(history) < record["history_length"]:
             raise TaskFolderError(
                 f"{history_path}: holds {len(history)} messages, the last commit recorded"
                 f" {record['history_length']}: the file was changed by another program"
                 f" (remove {JOURNAL_FILE} to start from the file as it is)"
             )
-        self._index(history, raw)
+        self._ends, self._foreign, self._tail = index(history, raw)
+        self._stat = self._history_stat()
         store, report = load_store(self.folder)
         self.last_load = report
         if report.status is LoadStatus.UNREADABLE:
@@ -238,131 +193,13 @@ class TaskFolderStore:
         else:
             self._version = 0
             self._store_digest = None
-            state = _legacy_state(self.folder / LEGACY_STATE_FILE)
+            state = legacy_state(self.folder / LEGACY_STATE_FILE)
         if raw is None and store_json is None and state is None:
             return None
         return Snapshot(self._version, history, store_json, state)
 
-    def _read_journal(self) -> list[dict[str, Any]]:
-        """The journal's last complete record, or its records when the history needs them.
-
-        Cuts a torn line after the last complete one (when the folder may be written) and
-        remembers the journal's size and last line, what each commit checks.
-        """
-        path = self._journal_path
-        data = _read(path) or b""
-        start, record = last_line(data, len(data))
-        end = data.index(b"\n", start) + 1 if record is not None else 0
-        if end != len(data) and not self.read_only:  # a torn line after the last complete one
-            self._truncate(path, end)
-        self._journal_size = end
-        self._journal_lines = data.count(b"\n", 0, end)
-        self._journal_last = data[start:end]
-        self._journal_data = data[:end]  # kept until the history was checked against it
-        return [record] if record is not None else []
-
-    def _records(self) -> list[dict[str, Any]]:
-        """Every record of the journal, oldest first (only when the history must be replayed)."""
-        records = []
-        for line in self._journal_data.splitlines():
-            try:
-                value = json.loads(line)
-            except ValueError:
-                continue
-            if is_record(value):
-                records.append(value)
-        return records
-
-    def _repair(
-        self, path: Path, raw: bytes | None, journal: list[dict[str, Any]]
-    ) -> tuple[bytes | None, list[Message] | None]:
-        """The history the last record describes (repaired on disk when the folder is writable),
-        or one another program extended; with its messages when they had to be parsed."""
-        record = journal[-1]
-        size, tail = record["history_bytes"], record["history_tail"]
-        raw = self._settle(path, raw, lambda data: matches(data, size, tail))
-        self._settle_store(record.get("store_sha256"))
-        if raw is not None and matches(raw, size, tail):
-            self._journal_data = b""
-            return raw, None
-        if raw is not None:
-            extended = _extension(raw, record["history_length"], size, tail)
-            if extended is not None:
-                self._journal_data = b""
-                return raw, extended  # another program appended: taken as it is
-        rebuilt = replay(raw if raw is not None else b"[]", self._records())
-        if rebuilt is None and raw is not None and len(raw) >= size - 1:
-            candidate = raw[: size - 1] + b"]"  # a journal of windowkeeper 0.2: cut back
-            rebuilt = candidate if tail_digest(candidate) == tail else None
-        self._journal_data = b""
-        if rebuilt is None:
-            return raw, None
-        if not self.read_only:
-            self._rewrite_from(path, raw or b"", rebuilt)
-        return rebuilt, None
-
-    def _rewrite_from(self, path: Path, old: bytes, new: bytes) -> None:
-        """Make the file at ``path`` (holding ``old``) hold ``new``, writing only where they differ.
-
-        The new bytes first, then the cut: a crash between the two leaves a file that the same
-        repair mends on the next load.
-        """
-        same = 0
-        limit = min(len(old), len(new))
-        while same < limit and old[same] == new[same]:
-            same += 1
-        if not path.exists():
-            atomic_write_bytes(path, new)
-            return
-        self._write_in_place(path, same, new[same:], sync=True)
-        self._truncate(path, len(new))
-
-    def _settle(self, path: Path, current: bytes | None, fits: Any) -> bytes | None:
-        """Rename ``path.next`` into place when it is what the record describes, else drop it;
-        the file's bytes after that."""
-        pending = _next(path)
-        data = _read(pending)
-        if data is None:
-            return current
-        if fits(data) and (current is None or not fits(current)):
-            if self.read_only:
-                return data
-            os.replace(pending, path)
-            self._sync_folder()
-            return data
-        if not self.read_only:
-            os.unlink(pending)
-        return current
-
-    def _settle_store(self, store_digest: str | None) -> None:
-        store_path = self._store_path
-        if store_digest is not None:
-            current = _read(store_path)
-            self._settle(store_path, current, lambda data: _digest(data) == store_digest)
-        elif not self.read_only:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(_next(store_path))
-
-    def _index(self, history: list[Message], raw: bytes | None) -> None:
-        ends = [1]
-        encoded = [encode_message(message) for message in history]
-        for position, data in enumerate(encoded):
-            ends.append(ends[-1] + (1 if position else 0) + len(data))
-        self._ends = ends
-        expected_size = ends[-1] + 1
-        self._foreign = raw is None or len(raw) != expected_size
-        if raw is not None and not self._foreign:
-            self._tail = raw[-TAIL:]
-        else:
-            self._tail = _layout_tail(encoded)
-        self._stat = self._history_stat()
-
     def _history_stat(self) -> tuple[int, int] | None:
-        try:
-            status = os.lstat(self._history_path)
-        except FileNotFoundError:
-            return None
-        return (status.st_size, status.st_mtime_ns)
+        return files.size_and_time(self._history_path)
 
     # -- committing ------------------------------------------------------------------------
 
@@ -401,7 +238,7 @@ class TaskFolderStore:
             if commit.base_version == self._version and self._journal_unchanged():
                 return None
             found = self._version
-            journal = _read(self._journal_path) or b""
+            journal = files.read(self._journal_path) or b""
             record = last_line(journal, len(journal))[1]
             if record is not None:
                 found = int(record["commit"])
@@ -422,15 +259,7 @@ class TaskFolderStore:
             return False
         if not size:
             return True
-        width = len(self._journal_last)
-        try:
-            descriptor = os.open(path, os.O_RDONLY | _NOFOLLOW)
-        except OSError:
-            return False
-        try:
-            return os.pread(descriptor, width, size - width) == self._journal_last
-        finally:
-            os.close(descriptor)
+        return files.ends_with(path, size, self._journal_last)
 
     def _check_history(self) -> None:
         """Refuse to write when another program changed the history since this writer saw it."""
@@ -438,11 +267,11 @@ class TaskFolderStore:
         now = self._history_stat()
         if now == self._stat and (now is None or self._foreign or self._tail_unchanged(now[0])):
             return
-        raw = _read(path)
+        raw = files.read(path)
         stored = len(self._ends) - 1
         extended = (
             raw is not None
-            and _extension(raw, stored, self._ends[-1] + 1, tail_digest(self._tail)) is not None
+            and extension(raw, stored, self._ends[-1] + 1, tail_digest(self._tail)) is not None
         )
         self._stale = ConcurrentUpdateError(
             self.name,
@@ -456,21 +285,14 @@ class TaskFolderStore:
 
     def _tail_unchanged(self, size: int) -> bool:
         width = min(len(self._tail), size)
-        try:
-            descriptor = os.open(self._history_path, os.O_RDONLY | _NOFOLLOW)
-        except OSError:
-            return False
-        try:
-            return os.pread(descriptor, width, size - width) == self._tail[-width:]
-        finally:
-            os.close(descriptor)
+        return files.ends_with(self._history_path, size, self._tail[-width:])
 
     def _commit(self, commit: Commit) -> int:
         history_path = self._history_path
         # fail here, before anything is written (the history and the journal were checked by
         # the load and by _check_history / _check_version since)
         if commit.store_json is not None:
-            _writable(self._store_path)
+            files.writable(self._store_path)
         stored = len(self._ends) - 1
         if not 0 <= commit.keep <= stored:
             raise ConfigurationError(f"commit keeps {commit.keep} of {stored} stored messages")
@@ -496,7 +318,7 @@ class TaskFolderStore:
         store_digest: str | None
         if commit.store_json is not None:
             store_bytes = commit.store_json.encode("utf-8")
-            store_digest = _digest(store_bytes)
+            store_digest = files.digest(store_bytes)
             self._step("store.next")
             self._write_next(store_path, store_bytes)
         else:
@@ -527,9 +349,9 @@ class TaskFolderStore:
         renamed = True
         try:
             if rewrite:
-                os.replace(_next(history_path), history_path)
+                os.replace(files.next_path(history_path), history_path)
             if commit.store_json is not None:
-                os.replace(_next(store_path), store_path)
+                os.replace(files.next_path(store_path), store_path)
             if rewrite:  # later appends go to the renamed file: its name must last
                 self._sync_folder()
             # A store's rename is not synced: after a power loss its .next file (its name was
@@ -554,17 +376,18 @@ class TaskFolderStore:
 
     def _current_store_digest(self) -> str | None:
         if self._store_digest is None:
-            data = _read(self._store_path)
-            self._store_digest = _digest(data) if data is not None else None
+            data = files.read(self._store_path)
+            self._store_digest = files.digest(data) if data is not None else None
         return self._store_digest
 
     def _rewritten(self, path: Path, keep: int, encoded: Sequence[bytes]) -> bytes:
         """The whole new history file: the kept messages as they are on disk, then the new."""
         kept: list[bytes] = []
         if keep:
-            current = _read(path) or b"[]"
+            current = files.read(path) or b"[]"
             if self._foreign:
-                kept = [encode_message(message) for message in _parse_history(path, current)[:keep]]
+                history = files.parse_history(path, current)[:keep]
+                kept = [encode_message(message) for message in history]
             else:
                 kept = [current[1 : self._ends[keep]]]
         return b"[" + b",".join([*kept, *encoded]) + b"]"
@@ -572,16 +395,6 @@ class TaskFolderStore:
     def _step(self, name: str) -> None:
         if self.before_write is not None:
             self.before_write(name)
-
-    def _write_in_place(self, path: Path, offset: int, data: bytes, *, sync: bool = False) -> None:
-        descriptor = os.open(path, os.O_WRONLY | _NOFOLLOW)
-        try:
-            os.lseek(descriptor, offset, os.SEEK_SET)
-            _write_all(descriptor, data)
-            if sync and self.durable:
-                os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
 
     def _append_history(self, path: Path, offset: int, addition: bytes, before: bytes) -> None:
         """Write ``addition`` over the closing bracket at ``offset``; on failure undo the commit.
@@ -591,16 +404,16 @@ class TaskFolderStore:
         files are as before the commit, and raises :class:`StorageError` naming the history.
         """
         try:
-            self._write_in_place(path, offset, addition)
+            files.write_in_place(path, offset, addition, sync=False)
         except OSError as error:
             undone = True
             try:
-                self._truncate(path, offset, b"]")
+                files.truncate(path, offset, b"]", sync=self.durable)
             except OSError:
                 undone = False
             try:
                 line = len(self._journal_last)
-                self._truncate(self._journal_path, self._journal_size - line)
+                files.truncate(self._journal_path, self._journal_size - line, sync=self.durable)
                 self._journal_size -= line
                 self._journal_lines -= 1
                 self._journal_last = before
@@ -619,10 +432,10 @@ class TaskFolderStore:
             ) from None
 
     def _write_next(self, path: Path, data: bytes) -> None:
-        pending = _next(path)
+        pending = files.next_path(path)
         mode = file_mode(path)
         try:
-            atomic_write_bytes(pending, data) if self.durable else _plain_write(pending, data)
+            atomic_write_bytes(pending, data) if self.durable else files.plain_write(pending, data)
         except OSError as error:
             raise StorageError(
                 f"{pending}: cannot be written: {error.strerror or error}; nothing was committed"
@@ -632,7 +445,7 @@ class TaskFolderStore:
 
     def _append_record(self, data: bytes, *, sync: bool = True) -> None:
         path = self._journal_path
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | files.NOFOLLOW
         try:
             descriptor = os.open(path, flags, file_mode(path))
         except OSError as error:
@@ -641,7 +454,7 @@ class TaskFolderStore:
         try:
             if self._journal_size == 0:
                 follow_owner(descriptor, self.folder)
-            _write_all(descriptor, data)
+            files.write_all(descriptor, data)
             if self.durable and sync:
                 os.fsync(descriptor)
         except OSError as error:
@@ -662,35 +475,19 @@ class TaskFolderStore:
     def _drop_pending(self) -> None:
         for name in (HISTORY_FILE, CONTEXT_HISTORY_FILE):
             with contextlib.suppress(OSError):
-                os.unlink(_next(self.folder / name))
+                os.unlink(files.next_path(self.folder / name))
 
     def _compact_journal(self, history_path: Path) -> None:
         """Rewrite the journal as its last line alone, once the history is on disk; best effort."""
         try:
             if self.durable:
-                descriptor = os.open(history_path, os.O_RDONLY | _NOFOLLOW)
-                try:
-                    os.fsync(descriptor)
-                finally:
-                    os.close(descriptor)
+                files.sync(history_path)
             path = self._journal_path
             data = self._journal_last
-            atomic_write_bytes(path, data) if self.durable else _plain_write(path, data)
+            atomic_write_bytes(path, data) if self.durable else files.plain_write(path, data)
         except OSError:
             return  # the long journal is still valid; the next commit tries again
         self._journal_size, self._journal_lines = len(data), 1
-
-    def _truncate(self, path: Path, size: int, suffix: bytes = b"") -> None:
-        descriptor = os.open(path, os.O_WRONLY | _NOFOLLOW)
-        try:
-            os.ftruncate(descriptor, size)
-            if suffix:
-                os.lseek(descriptor, size, os.SEEK_SET)
-                _write_all(descriptor, suffix)
-            if self.durable:
-                os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
 
     def _sync_folder(self) -> None:
         if self.durable:
@@ -698,104 +495,3 @@ class TaskFolderStore:
 
     def close(self) -> None:
         """Nothing is held between calls: the lock is taken per load and per commit."""
-
-
-def _extension(raw: bytes, length: int, size: int, tail: str) -> list[Message] | None:
-    """The messages of ``raw`` when its first ``length`` are the ones a record describes (in this
-    writer's layout: ``size`` bytes with ``tail``'s digest), however the file is laid out."""
-    try:
-        history = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(history, list) or len(history) < length:
-        return None
-    try:
-        prefix = b"[" + b",".join(encode_message(message) for message in history[:length]) + b"]"
-    except (TypeError, ValueError):
-        return None
-    return history if matches(prefix, size, tail) else None
-
-
-def _layout_tail(encoded: Sequence[bytes]) -> bytes:
-    """The last bytes of a history of ``encoded`` messages in this writer's layout."""
-    parts: list[bytes] = [b"]"]
-    total = 1
-    for position in range(len(encoded) - 1, -1, -1):
-        parts.append(encoded[position])
-        total += len(encoded[position])
-        if total >= TAIL:
-            break
-        parts.append(b"," if position else b"[")
-        total += 1
-    else:
-        if not encoded:
-            parts.append(b"[")
-    return b"".join(reversed(parts))[-TAIL:]
-
-
-def _writable(path: Path) -> None:
-    """Raise :class:`StorageError` unless ``path`` is absent, a regular file or a link to replace."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    except OSError as error:
-        raise StorageError(f"{path}: {error.strerror or error}") from None
-    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
-        raise StorageError(f"{path}: not a regular file; nothing was written")
-
-
-def _next(path: Path) -> Path:
-    return path.with_name(path.name + ".next")
-
-
-def _write_all(descriptor: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(descriptor, view)
-        view = view[written:]
-
-
-def _plain_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to a new temporary file and rename it over ``path`` (no fsync)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW
-    descriptor = os.open(temporary, flags, file_mode(path))
-    try:
-        follow_owner(descriptor, path.parent)
-        _write_all(descriptor, data)
-    except BaseException:
-        os.close(descriptor)
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    os.close(descriptor)
-    os.replace(temporary, path)
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _parse_history(path: Path, raw: bytes) -> list[Message]:
-    try:
-        history = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except (ValueError, RecursionError) as error:
-        raise TaskFolderError(f"{path}: not JSON: {str(error)[:200]}") from None
-    if not isinstance(history, list):
-        raise TaskFolderError(f"{path}: expected a list of messages")
-    return history
-
-
-def _legacy_state(path: Path) -> dict[str, Any] | None:
-    """The state file of windowkeeper 0.1 (``windowkeeper_session.json``), as a state object."""
-    raw = _read(path)
-    if raw is None:
-        return None
-    try:
-        value = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-    except (ValueError, RecursionError) as error:
-        raise TaskFolderError(f"{path}: not JSON: {str(error)[:200]}") from None
-    if not isinstance(value, dict):
-        raise TaskFolderError(f"{path}: unreadable session state: expected an object")
-    return value
