@@ -13,7 +13,6 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "windowkeeper"
 LIMIT = 500
 
 OVER: dict[str, int] = {
-    "session/_session.py": 661,
     "storage/_folder.py": 802,
 }
 """Modules over the limit, each with the most lines it may have."""

@@ -34,6 +34,7 @@ from ..core._inputs import check_json_value
 from ..core._messages import Message
 from ..core._truncation import DeletedRange, check_range
 from ..core._usage import TokenUsage
+from ._prepared import Checkpoint
 from ._state import SessionState, state_from_json, state_to_json
 
 __all__ = [
@@ -107,11 +108,16 @@ def admit_range(
 
 
 def admit_checkpoint_fields(checkpoint: Any, history_length: int) -> None:
-    """Refuse a checkpoint whose state the session could not commit and reload.
+    """Refuse a checkpoint whose state the session could not commit and reload, or that holds
+    more than the session's ``history_length`` messages.
 
     The state is held to the one codec every backend uses (written, then read back), so what a
     rollback commits is what a reopen reads.
     """
+    if not isinstance(checkpoint, Checkpoint):
+        raise ConfigurationError(
+            f"rollback takes a Checkpoint from checkpoint(), got {type(checkpoint).__name__}"
+        )
     length = checkpoint.history_length
     if isinstance(length, bool) or not isinstance(length, int) or length < 0:
         raise ConfigurationError(
@@ -136,7 +142,11 @@ def admit_checkpoint_fields(checkpoint: Any, history_length: int) -> None:
         raise ConfigurationError(f"checkpoint.state cannot be stored: {error}") from None
     if not isinstance(checkpoint.store_json, str):
         raise ConfigurationError("checkpoint.store_json must be the store's JSON text")
-    del history_length  # the caller compares the lengths (its message names the session)
+    if length > history_length:
+        raise ConfigurationError(
+            f"checkpoint holds {length} messages, the history only"
+            f" {history_length}: it belongs to another session or a rolled-back branch"
+        )
 
 
 def _check_text(value: Any, path: str) -> None:
