@@ -31,7 +31,7 @@ def shared_prefix(old: Sequence[Any], new: Sequence[Any]) -> int:
     Fast (a C-level scan) when ``new`` merely extends ``old``, as an agent's history does.
     """
     size = min(len(old), len(new))
-    if all(map(operator.is_, old[:size], new[:size])):
+    if all(map(operator.is_, old, new)):  # map stops at the shorter: no copies
         return size
     for index in range(size):
         if old[index] is not new[index]:

@@ -151,6 +151,33 @@ def admit_checkpoint_fields(checkpoint: Any, history_length: int) -> None:
 
 def _check_text(value: Any, path: str) -> None:
     """Refuse NUL characters anywhere in ``value`` (a JSON value already checked)."""
+    if _holds_nul(value):
+        _refuse_nul(value, path)
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether a string or key in ``value`` holds a NUL character (no paths: the usual answer
+    is no, and only the error names where)."""
+    level = [value]
+    while level:
+        below: list[Any] = []
+        for item in level:
+            if isinstance(item, str):
+                if "\x00" in item:
+                    return True
+            elif isinstance(item, dict):
+                for key, child in item.items():
+                    if "\x00" in key:
+                        return True
+                    below.append(child)
+            elif isinstance(item, list):
+                below += item
+        level = below
+    return False
+
+
+def _refuse_nul(value: Any, path: str) -> None:
+    """Raise for the first NUL character in ``value``, naming its path."""
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         item, where = stack.pop()

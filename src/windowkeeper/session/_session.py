@@ -348,7 +348,8 @@ class ContextSession(SessionKeeping):
             counter=self._counter,
             context_window=self._info.context_window,
         )
-        learnt = snapshot_of(self._counter)
+        # what it knew, for a commit that fails (a session without storage commits nothing)
+        learnt = snapshot_of(self._counter) if self._persistence is not None else None
         if last is not None and not distrusted:  # learnt first: the commit keeps what it learnt
             reported = parsed.tokens_in + parsed.cache_writes + parsed.cache_reads
             self._counter.observe(

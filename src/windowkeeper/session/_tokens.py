@@ -25,7 +25,6 @@ a copy). Nothing here mutates its inputs.
 
 from __future__ import annotations
 
-import copy
 import math
 import operator
 from collections import deque
@@ -283,7 +282,7 @@ class CalibratedEstimator:
     def snapshot(self) -> object:
         """What it has learnt so far, for :meth:`restore` (a session's checkpoint keeps it)."""
         return _Snapshot(
-            copy.copy(self._calibration),
+            self._calibration.copy(),
             self._margin,
             tuple(self._errors),
             self._anchor,
@@ -297,7 +296,7 @@ class CalibratedEstimator:
             raise ConfigurationError(
                 f"snapshot: expected a snapshot() of this estimator, got {type(snapshot).__name__}"
             )
-        self._calibration = copy.copy(snapshot.calibration)
+        self._calibration = snapshot.calibration.copy()
         self._margin = snapshot.margin
         self._errors = deque(snapshot.errors, maxlen=_MARGIN_WINDOW)
         self._anchor = snapshot.anchor
@@ -482,6 +481,8 @@ def _holds(check: Callable[[], object]) -> bool:
 
 
 def _check_sequence(messages: Any) -> None:
+    if type(messages) is list:  # the usual case, without the ABC's slower check
+        return
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
         raise MalformedMessageError(
             "messages", f"expected a list of messages, got {type(messages).__name__}"
