@@ -13,6 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import windowkeeper.session._admission as admission
+from windowkeeper import ContextSession
 from windowkeeper._errors import MalformedMessageError
 from windowkeeper.core._incremental import shared_prefix
 from windowkeeper.core._inputs import MAX_DEPTH, _plain_json, _refuse_json, check_json_value
@@ -130,3 +132,28 @@ def test_prefix_checks_match_their_definitions(old: list[int], new: list[int]) -
         min(len(old), len(new)),
     )
     assert shared_prefix(before, after) == same
+
+
+def test_the_same_system_and_tools_are_walked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent sends one system prompt and tool list on every request: walked on the first."""
+    walked: list[str] = []
+    real = admission.check_json_value
+
+    def counted(value: Any, path: str) -> None:
+        walked.append(path)
+        real(value, path)
+
+    monkeypatch.setattr(admission, "check_json_value", counted)
+    session = ContextSession(200_000)
+    session.append({"role": "user", "content": "task"})
+    system = [{"type": "text", "text": "You are careful."}]
+    tools = [{"name": "read", "input_schema": {"type": "object"}}]
+    session.prepare(system=system, tools=tools)
+    session.prepare(system=system, tools=tools)
+    assert walked == ["system", "tools[0]"]
+    session.prepare(system="another prompt", tools=tools)
+    assert walked == ["system", "tools[0]", "system"]
+    with pytest.raises(MalformedMessageError, match=r"tools\[1\]"):
+        session.prepare(system="another prompt", tools=[*tools, {"name": "x\x00"}])
+    with pytest.raises(MalformedMessageError, match=r"tools\[1\]"):  # refused again, not let in
+        session.prepare(system="another prompt", tools=[*tools, {"name": "x\x00"}])

@@ -36,10 +36,12 @@ from ..core._truncation import DeletedRange, check_range
 from ..core._usage import TokenUsage
 from ._prepared import Checkpoint
 from ._state import SessionState, state_from_json, state_to_json
+from ._units import parts, same_parts
 
 __all__ = [
     "MAX_STATE_INT",
     "MAX_USAGE_TOKENS",
+    "AdmittedArguments",
     "admit_checkpoint_fields",
     "admit_messages",
     "admit_range",
@@ -223,13 +225,49 @@ def admit_messages(messages: Iterable[Any], start: int, name: str = "history") -
 
 def admit_request_arguments(system: Any, tools: Sequence[Any] | None) -> None:
     """Refuse a ``system`` prompt or ``tools`` that cannot be sent (NaN, surrogates, NUL, ...)."""
+    _admit_system(system)
+    _admit_tools(tools)
+
+
+def _admit_system(system: Any) -> None:
     if system is not None:
         check_json_value(system, "system")
         _check_text(system, "system")
+
+
+def _admit_tools(tools: Sequence[Any] | None) -> None:
     if tools is not None:
         for position, tool in enumerate(tools):
             check_json_value(tool, f"tools[{position}]")
             _check_text(tool, f"tools[{position}]")
+
+
+class AdmittedArguments:
+    """:func:`admit_request_arguments` for one session: the ``system`` prompt and ``tools`` it
+    let in last are not walked again on the next request.
+
+    They are compared as the token counter compares them (:func:`~windowkeeper.session._units.parts`:
+    by the identity of their blocks or tool definitions), which are values never changed in
+    place, as messages are: an agent sends the same prompt and tools on every request.
+    """
+
+    __slots__ = ("_system", "_tools")
+
+    def __init__(self) -> None:
+        self._system: tuple[Any, ...] | None = None
+        self._tools: tuple[Any, ...] | None = None
+
+    def admit(self, system: Any, tools: Sequence[Any] | None) -> None:
+        """Refuse ``system`` or ``tools`` as :func:`admit_request_arguments` does, unless they
+        are the ones admitted last."""
+        system_parts = parts(system)
+        if not same_parts(self._system, system_parts):
+            _admit_system(system)
+            self._system = system_parts
+        tools_parts = parts(tools)
+        if not same_parts(self._tools, tools_parts):
+            _admit_tools(tools)
+            self._tools = tools_parts
 
 
 def check_first(history: Sequence[Message], name: str) -> None:

@@ -36,8 +36,8 @@ from ..core._file_reads import ReadDetector
 from ..core._messages import Message, SystemPrompt
 from ..core._window import ContextWindowInfo
 from ._admission import (
+    AdmittedArguments,
     admit_range,
-    admit_request_arguments,
     admit_timestamp,
     admit_usage,
 )
@@ -179,6 +179,7 @@ class ContextSession(SessionKeeping):
             self._shrink_target,
             self._max_result_share,
         )
+        self._arguments = AdmittedArguments()  # the system prompt and tools let in last
         self._awaiting = False  # inside aprepare: an async summarizer's request is awaited there
         self._max_output_tokens = count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
@@ -383,7 +384,7 @@ class ContextSession(SessionKeeping):
             raise MalformedMessageError("history", "no messages to send: append the task first")
         system = check_system(openai_system if system is None else system)
         tools = check_tools(tools)
-        admit_request_arguments(system, tools)
+        self._arguments.admit(system, tools)
         reserve = self._max_output_tokens
         if max_output_tokens is not None:
             reserve = count_argument("max_output_tokens", max_output_tokens)
