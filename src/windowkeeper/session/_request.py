@@ -10,7 +10,6 @@ merged, results whose call is not sent turned into text) and the estimate of its
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -135,7 +134,7 @@ class RequestBuilder:
                 for position, (a, b) in enumerate(zip(merged, fixed, strict=True))
                 if a is not b
             )
-            if any(map(operator.is_not, merged, fixed))
+            if merged != fixed  # in C: a message turned into text never equals its source
             else ()
         )
         return opened
