@@ -61,6 +61,7 @@ def plan_request(
     state: SessionState,
     log: RequestLog,
     *,
+    now: int,
     system: Any,
     tools: Sequence[Mapping[str, Any]] | None,
     reserve: int,
@@ -70,9 +71,9 @@ def plan_request(
     shrinker: Shrinker,
     compaction: Compaction | None,
 ) -> Plan:
-    """The request of ``state`` (its clock already moved on) over ``history``; ``log`` notes
-    what each stage did. Raises :class:`~windowkeeper.ContextOverflowError` when nothing fits."""
-    now = state.last_timestamp
+    """The request of ``state`` over ``history``, made at time ``now`` (ms; the state's clock
+    moves on to it at the commit); ``log`` notes what each stage did. Raises
+    :class:`~windowkeeper.ContextOverflowError` when nothing fits."""
     limit = window.max_allowed_size
     # feed: an in-band summary reply is folded in, the newest results clipped on arrival
     if compaction is not None:

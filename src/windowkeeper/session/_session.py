@@ -430,11 +430,12 @@ class ContextSession(SessionKeeping):
         self, system: Any, tools: Sequence[Mapping[str, Any]] | None, reserve: int
     ) -> Prepared:
         log = RequestLog(self._usage_trust.pending())
-        ticked = self._ticked(self._state)
+        now = self._now(self._state)
         plan = plan_request(
             self._history.messages,
-            ticked,
+            self._state,
             log,
+            now=now,
             system=system,
             tools=tools,
             reserve=reserve,
@@ -444,14 +445,12 @@ class ContextSession(SessionKeeping):
             shrinker=self._shrinker,
             compaction=self._compaction,
         )
-        # commit, then the wire
-        state = replace(plan.state, requests=plan.state.requests + 1)
+        # commit, then the wire (the clock moved on and the request counted in one new state)
+        state = replace(plan.state, last_timestamp=now, requests=plan.state.requests + 1)
         self._commit(state)
         self._state = state
         self._usage_trust.forget()  # reported in these actions
-        self._last = LastRequest(
-            plan.messages, system, tools, ticked.last_timestamp, state.generation
-        )
+        self._last = LastRequest(plan.messages, system, tools, now, state.generation)
         wired, repairs = self._format.send(plan.messages)
         return Prepared(
             messages=wired,
@@ -470,5 +469,9 @@ class ContextSession(SessionKeeping):
 
     def _ticked(self, state: SessionState) -> SessionState:
         """``state`` with the session's clock moved on (strictly increasing)."""
+        return replace(state, last_timestamp=self._now(state))
+
+    def _now(self, state: SessionState) -> int:
+        """The session's clock, moved on from ``state``'s (strictly increasing)."""
         now = admit_timestamp(int(self._clock()), "clock()")
-        return replace(state, last_timestamp=max(now, state.last_timestamp + 1))
+        return max(now, state.last_timestamp + 1)

@@ -8,7 +8,7 @@ also what the counter learns the real size of.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from ..core._messages import Message
@@ -20,15 +20,28 @@ from ._usage_trust import UsageTrust
 __all__ = ["LastRequest", "recorded_usage"]
 
 
-@dataclass(frozen=True, slots=True)
 class LastRequest:
-    """What the last prepared request sent, when, and under which range generation."""
+    """What the last prepared request sent, when, and under which range generation.
 
-    messages: list[Message]
-    system: Any
-    tools: Sequence[Mapping[str, Any]] | None
-    timestamp: int
-    generation: int
+    A plain class: one is made per request, and a frozen dataclass costs several times more
+    to build.
+    """
+
+    __slots__ = ("generation", "messages", "system", "timestamp", "tools")
+
+    def __init__(
+        self,
+        messages: list[Message],
+        system: Any,
+        tools: Sequence[Mapping[str, Any]] | None,
+        timestamp: int,
+        generation: int,
+    ) -> None:
+        self.messages = messages
+        self.system = system
+        self.tools = tools
+        self.timestamp = timestamp
+        self.generation = generation
 
 
 def recorded_usage(
