@@ -21,6 +21,7 @@ from windowkeeper.core._inputs import MAX_DEPTH, _plain_json, _refuse_json, chec
 from windowkeeper.formats._wire import EMPTIED, Repair, anthropic_emptied, anthropic_message
 from windowkeeper.session._admission import _holds_nul, _refuse_nul
 from windowkeeper.session._anchors import is_prefix
+from windowkeeper.session._tokens import CalibratedEstimator
 
 _TEXT = st.text(alphabet=st.sampled_from(["a", " ", "\x00", "\ud800", "é", "\n"]), max_size=4)
 _LEAF = (
@@ -157,3 +158,26 @@ def test_the_same_system_and_tools_are_walked_once(monkeypatch: pytest.MonkeyPat
         session.prepare(system="another prompt", tools=[*tools, {"name": "x\x00"}])
     with pytest.raises(MalformedMessageError, match=r"tools\[1\]"):  # refused again, not let in
         session.prepare(system="another prompt", tools=[*tools, {"name": "x\x00"}])
+
+
+_TEXTS = st.lists(st.text(max_size=40), min_size=2, max_size=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_TEXTS, st.integers(1, 7), st.integers(1, 5_000))
+def test_the_least_tokens_of_an_anchored_request_sum_as_a_whole_count(
+    texts: list[str], observed: int, reported: int
+) -> None:
+    """After a report, the floor of a request that extends it adds the new messages to the
+    anchor's totals: the same floor as summing every message again."""
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": text or "."}
+        for i, text in enumerate(texts)
+    ]
+    estimator = CalibratedEstimator()
+    estimator.observe(messages[: min(observed, len(messages))], reported_input_tokens=reported)
+    anchored = estimator.least_tokens(messages)
+    whole = CalibratedEstimator()
+    whole.restore(estimator.snapshot())  # the same calibration, no anchor to add to
+    whole._anchor = None
+    assert anchored == whole.least_tokens(messages)
