@@ -12,9 +12,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "windowkeeper"
 LIMIT = 500
 
-OVER: dict[str, int] = {
-    "session/_session.py": 661,
-}
+OVER: dict[str, int] = {}
 """Modules over the limit, each with the most lines it may have."""
 
 

@@ -110,3 +110,20 @@ def test_another_growing_list_is_compared_with_what_is_still_known() -> None:
     assert seen.prefix(other) == 4
     items[1] = object()
     assert seen.prefix(other) == 1
+
+
+_POOL = [{"n": 1}, {"n": 1}, {"n": 2}, {"n": 3}]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=6), st.lists(st.integers(0, 3), max_size=6))
+def test_shared_prefix_counts_identical_elements_only(old: list[int], new: list[int]) -> None:
+    """Equal but distinct elements end the shared prefix; lists of any two lengths compare."""
+    before = [_POOL[i] for i in old]
+    after = [_POOL[i] for i in new]
+    same = next(
+        (i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a is not b),
+        min(len(old), len(new)),
+    )
+    assert shared_prefix(before, after) == same
+    assert shared_prefix(tuple(before), after) == same

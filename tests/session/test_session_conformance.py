@@ -15,9 +15,11 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from windowkeeper import ClineReadDetector, ContextSession, TokenUsage
-from windowkeeper.formats._wire import anthropic_wire
+from windowkeeper import ClineReadDetector, ContextSession, Repair, TokenUsage
+from windowkeeper.formats._wire import EMPTIED, anthropic_emptied, anthropic_message, anthropic_wire
 from windowkeeper.session._session import finish_request
 
 from ..cline.test_conformance import ALL_VECTORS, _expand, _resolve
@@ -126,3 +128,31 @@ def test_most_requests_are_compared() -> None:
     # Measured: 1,758 of the 3,564 recorded requests; the rest follow auto-condense, a resume, a
     # rollback or an in-memory optimization, which this replay does not drive through a session.
     assert total >= 1_700, f"only {total} of {requests} requests compared"
+
+
+_TEXT = st.text(alphabet=st.sampled_from(["a", " ", "\n"]), max_size=3)
+_BLOCK = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": _TEXT | st.none() | st.just(3)}),
+    st.fixed_dictionaries({"type": st.sampled_from(["thinking", "redacted_thinking"])}),
+    st.fixed_dictionaries(
+        {"type": st.just("tool_result"), "tool_use_id": st.just("t"), "content": st.just([])}
+    ),
+    st.fixed_dictionaries({"type": st.sampled_from(["tool_use", "image", "nonsense", 7])}),
+    st.just("not a block"),
+)
+_MESSAGE = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["user", "assistant"]),
+        "content": _TEXT | st.lists(_BLOCK, max_size=3) | st.none(),
+    }
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_MESSAGE)
+def test_the_estimate_knows_which_messages_the_wire_fills(message: dict[str, Any]) -> None:
+    """The estimate counts the empty-message notice for exactly the messages the wire gives it
+    (the estimate asks a predicate, the wire shapes a copy: they must agree)."""
+    repairs: list[Repair] = []
+    anthropic_message(message, "m", repairs)
+    assert anthropic_emptied(message) is any(r.detail == EMPTIED for r in repairs)

@@ -10,6 +10,8 @@ import zlib
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from windowkeeper import (
     CalibratedEstimator,
@@ -17,7 +19,12 @@ from windowkeeper import (
     MalformedMessageError,
     TokenCounter,
 )
-from windowkeeper.session._tokens import MAX_IMAGE_TOKENS, image_dimensions, image_tokens
+from windowkeeper.session._tokens import (
+    MAX_IMAGE_TOKENS,
+    _is_prefix,
+    image_dimensions,
+    image_tokens,
+)
 
 from ..builders import assistant, image_block, user
 
@@ -603,3 +610,42 @@ class TestStateValue:
     def test_an_unreadable_value_raises_value_error(self, bad: dict[str, object]) -> None:
         with pytest.raises(ValueError, match="calibration"):
             CalibratedEstimator().load_state(bad)
+
+
+_POOL = [{"n": 1}, {"n": 1}, {"n": 2}, {"n": 3}]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=6), st.lists(st.integers(0, 3), max_size=6))
+def test_the_anchor_starts_a_request_by_equality(old: list[int], new: list[int]) -> None:
+    """The anchor check compares by identity first, then by value (an equal copy counts)."""
+    before = tuple(_POOL[i] for i in old)
+    after = [_POOL[i] for i in new]
+    expected = len(after) >= len(before) and all(
+        a == b for a, b in zip(before, after, strict=False)
+    )
+    assert _is_prefix(before, after) is expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.text(max_size=40), min_size=2, max_size=8),
+    st.integers(1, 7),
+    st.integers(1, 5_000),
+)
+def test_the_least_tokens_of_an_anchored_request_sum_as_a_whole_count(
+    texts: list[str], observed: int, reported: int
+) -> None:
+    """After a report, the floor of a request that extends it adds the new messages to the
+    anchor's totals: the same floor as summing every message again."""
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": text or "."}
+        for i, text in enumerate(texts)
+    ]
+    estimator = CalibratedEstimator()
+    estimator.observe(messages[: min(observed, len(messages))], reported_input_tokens=reported)
+    anchored = estimator.least_tokens(messages)
+    whole = CalibratedEstimator()
+    whole.restore(estimator.snapshot())  # the same calibration, no anchor to add to
+    whole._anchor = None
+    assert anchored == whole.least_tokens(messages)

@@ -46,6 +46,51 @@ def _short(path: str) -> str:
 
 def check_json_value(value: Any, path: str) -> None:
     """Raise :class:`MalformedMessageError` unless ``value`` is plain, finite, UTF-8 JSON."""
+    if not _plain_json(value):
+        _refuse_json(value, path)
+
+
+def _plain_json(value: Any) -> bool:
+    """Whether :func:`_refuse_json` passes ``value``: the same rules, level by level, without
+    the paths only an error needs (an appended message is walked once, on the steady path)."""
+    level = [value]
+    depth = 0
+    while level:
+        below: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is str:
+                if not item.isascii():
+                    try:
+                        item.encode("utf-8")
+                    except UnicodeEncodeError:
+                        return False
+            elif kind is dict:
+                if depth >= MAX_DEPTH:
+                    return False
+                for key, child in item.items():
+                    if type(key) is not str:
+                        return False
+                    below.append(child)
+            elif kind is list:
+                if depth >= MAX_DEPTH:
+                    return False
+                below += item
+            elif kind is float:
+                if not math.isfinite(item):
+                    return False
+            elif kind is int:
+                if item.bit_length() > _MAX_INT_BITS:
+                    return False
+            elif item is not None and kind is not bool:
+                return False
+        level = below
+        depth += 1
+    return True
+
+
+def _refuse_json(value: Any, path: str) -> None:
+    """Raise for the first value in ``value`` that is not plain JSON, naming its path."""
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
     while stack:
         item, where, depth = stack.pop()

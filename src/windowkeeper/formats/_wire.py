@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 from .._record import record
 from ..core._messages import Message, shared_prefix
@@ -43,6 +43,7 @@ __all__ = [
     "SentDict",
     "SentList",
     "WireShaper",
+    "anthropic_emptied",
     "anthropic_wire",
     "openai_wire",
 ]
@@ -134,26 +135,29 @@ def _only(value: dict[str, Any], keys: frozenset[str]) -> dict[str, Any]:
 # -- Anthropic -------------------------------------------------------------------------------
 
 
+def _refusal(block: Any, role: str) -> str | None:
+    """Why the Messages API takes no ``block`` in a ``role`` message; None when it takes it."""
+    if not isinstance(block, dict):
+        return "dropped: not a block"
+    kind = block.get("type")
+    if not isinstance(kind, str) or kind not in ANTHROPIC_BLOCK_KEYS:
+        return f"dropped: block type {kind!r} is not part of the Messages API"
+    if kind in _THINKING and role != "assistant":
+        return f"dropped: a {kind} block in a {role} message"
+    if kind == "text" and not _has_text(block.get("text")):
+        return "dropped: an empty text block"
+    return None
+
+
 def _anthropic_block(
     block: Any, role: str, path: str, repairs: list[Repair]
 ) -> dict[str, Any] | None:
-    if not isinstance(block, dict):
-        repairs.append(Repair(path, "dropped: not a block"))
+    refused = _refusal(block, role)
+    if refused is not None:
+        repairs.append(Repair(path, refused))
         return None
-    kind = block.get("type")
-    keys = ANTHROPIC_BLOCK_KEYS.get(kind) if isinstance(kind, str) else None
-    if keys is None:
-        repairs.append(
-            Repair(path, f"dropped: block type {kind!r} is not part of the Messages API")
-        )
-        return None
-    if kind in _THINKING and role != "assistant":
-        repairs.append(Repair(path, f"dropped: a {kind} block in a {role} message"))
-        return None
-    if kind == "text" and not _has_text(block.get("text")):
-        repairs.append(Repair(path, "dropped: an empty text block"))
-        return None
-    shaped = _only(block, keys)
+    kind = block["type"]
+    shaped = _only(block, ANTHROPIC_BLOCK_KEYS[kind])
     if kind == "tool_result" and isinstance(shaped.get("content"), list):
         inner = []
         for position, item in enumerate(shaped["content"]):
@@ -187,6 +191,16 @@ def anthropic_message(message: Message, path: str, repairs: list[Repair]) -> Mes
         repairs.append(Repair(f"{path}.content", EMPTIED))
         blocks.append({"type": "text", "text": EMPTY_MESSAGE_NOTICE})
     return {"role": role, "content": blocks}
+
+
+def anthropic_emptied(message: Message) -> bool:
+    """Whether :func:`anthropic_message` gives ``message`` the empty-message notice: nothing in
+    it is text or a block the Messages API takes (found without shaping a copy)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return not _has_text(content)
+    role = str(message.get("role"))
+    return not isinstance(content, list) or all(_refusal(block, role) for block in content)
 
 
 def anthropic_wire(messages: Sequence[Message], name: str = "messages") -> list[Message]:
@@ -392,22 +406,27 @@ class WireShaper:
         # id -> (source, repairs relative to the message, handed out copy, its watcher); the
         # copy and watcher are None for a message the shape drops
         self._memo: dict[int, tuple[Message, tuple[Repair, ...], Message | None, Any]] = {}
-        # the last call: sources, copies handed out, repairs per position
-        self._last: tuple[list[Message], list[Message | None], list[tuple[Repair, ...]]]
-        self._last = ([], [], [])
+        # the last call: sources, copies handed out (None: dropped), (position, repairs) for
+        # the positions with repairs, the positions dropped
+        self._last: tuple[
+            list[Message], list[Message | None], list[tuple[int, tuple[Repair, ...]]], list[int]
+        ]
+        self._last = ([], [], [], [])
         self._changes: list[_Watched] = []  # watchers of the copies the caller changed
 
     def shape(
         self, messages: Sequence[Message], name: str = "messages"
     ) -> tuple[list[Message], tuple[Repair, ...]]:
         """The shaped messages (caller-owned copies) and the repairs, named ``name[i]...``."""
-        sources, handed, found = self._last
+        sources, handed, found, dropped = self._last
         done = shared_prefix(sources, messages)
         if self._changes:  # the caller edited something it got: look at every message
             done = 0
             self._changes.clear()
         memo = self._memo
-        out_handed, out_found = handed[:done], found[:done]
+        out_handed = handed[:done]
+        out_found = [entry for entry in found if entry[0] < done]
+        out_dropped = [position for position in dropped if position < done]
         for position in range(done, len(messages)):
             message = messages[position]
             known = memo.get(id(message))
@@ -425,15 +444,18 @@ class WireShaper:
                     known = (message, tuple(problems), _fresh(form, watched), watched)
                 memo[id(message)] = known
             out_handed.append(known[2])
+            if known[2] is None:
+                out_dropped.append(position)
             if known[1]:
                 path = f"{name}[{position}]"
-                out_found.append(
-                    tuple(Repair(r.path.replace("@", path, 1), r.detail) for r in known[1])
-                )
-            else:
-                out_found.append(())
+                repaired = tuple(Repair(r.path.replace("@", path, 1), r.detail) for r in known[1])
+                out_found.append((position, repaired))
         if len(memo) > 2 * len(messages) + 64:  # forget messages no longer sent
             live = {id(message) for message in messages}
             self._memo = {key: entry for key, entry in memo.items() if key in live}
-        self._last = (list(messages), out_handed, out_found)
-        return list(filter(None, out_handed)), tuple(chain.from_iterable(out_found))
+        self._last = (list(messages), out_handed, out_found, out_dropped)
+        # nothing dropped: every position holds a copy
+        wired = (
+            list(filter(None, out_handed)) if out_dropped else cast(list[Message], out_handed[:])
+        )
+        return wired, tuple(chain.from_iterable(repairs for _, repairs in out_found))

@@ -34,11 +34,14 @@ from ..core._inputs import check_json_value
 from ..core._messages import Message
 from ..core._truncation import DeletedRange, check_range
 from ..core._usage import TokenUsage
+from ._prepared import Checkpoint
 from ._state import SessionState, state_from_json, state_to_json
+from ._units import parts, same_parts
 
 __all__ = [
     "MAX_STATE_INT",
     "MAX_USAGE_TOKENS",
+    "AdmittedArguments",
     "admit_checkpoint_fields",
     "admit_messages",
     "admit_range",
@@ -107,11 +110,16 @@ def admit_range(
 
 
 def admit_checkpoint_fields(checkpoint: Any, history_length: int) -> None:
-    """Refuse a checkpoint whose state the session could not commit and reload.
+    """Refuse a checkpoint whose state the session could not commit and reload, or that holds
+    more than the session's ``history_length`` messages.
 
     The state is held to the one codec every backend uses (written, then read back), so what a
     rollback commits is what a reopen reads.
     """
+    if not isinstance(checkpoint, Checkpoint):
+        raise ConfigurationError(
+            f"rollback takes a Checkpoint from checkpoint(), got {type(checkpoint).__name__}"
+        )
     length = checkpoint.history_length
     if isinstance(length, bool) or not isinstance(length, int) or length < 0:
         raise ConfigurationError(
@@ -136,11 +144,42 @@ def admit_checkpoint_fields(checkpoint: Any, history_length: int) -> None:
         raise ConfigurationError(f"checkpoint.state cannot be stored: {error}") from None
     if not isinstance(checkpoint.store_json, str):
         raise ConfigurationError("checkpoint.store_json must be the store's JSON text")
-    del history_length  # the caller compares the lengths (its message names the session)
+    if length > history_length:
+        raise ConfigurationError(
+            f"checkpoint holds {length} messages, the history only"
+            f" {history_length}: it belongs to another session or a rolled-back branch"
+        )
 
 
 def _check_text(value: Any, path: str) -> None:
     """Refuse NUL characters anywhere in ``value`` (a JSON value already checked)."""
+    if _holds_nul(value):
+        _refuse_nul(value, path)
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether a string or key in ``value`` holds a NUL character (no paths: the usual answer
+    is no, and only the error names where)."""
+    level = [value]
+    while level:
+        below: list[Any] = []
+        for item in level:
+            if isinstance(item, str):
+                if "\x00" in item:
+                    return True
+            elif isinstance(item, dict):
+                for key, child in item.items():
+                    if "\x00" in key:
+                        return True
+                    below.append(child)
+            elif isinstance(item, list):
+                below += item
+        level = below
+    return False
+
+
+def _refuse_nul(value: Any, path: str) -> None:
+    """Raise for the first NUL character in ``value``, naming its path."""
     stack: list[tuple[Any, str]] = [(value, path)]
     while stack:
         item, where = stack.pop()
@@ -186,13 +225,49 @@ def admit_messages(messages: Iterable[Any], start: int, name: str = "history") -
 
 def admit_request_arguments(system: Any, tools: Sequence[Any] | None) -> None:
     """Refuse a ``system`` prompt or ``tools`` that cannot be sent (NaN, surrogates, NUL, ...)."""
+    _admit_system(system)
+    _admit_tools(tools)
+
+
+def _admit_system(system: Any) -> None:
     if system is not None:
         check_json_value(system, "system")
         _check_text(system, "system")
+
+
+def _admit_tools(tools: Sequence[Any] | None) -> None:
     if tools is not None:
         for position, tool in enumerate(tools):
             check_json_value(tool, f"tools[{position}]")
             _check_text(tool, f"tools[{position}]")
+
+
+class AdmittedArguments:
+    """:func:`admit_request_arguments` for one session: the ``system`` prompt and ``tools`` it
+    let in last are not walked again on the next request.
+
+    They are compared as the token counter compares them (:func:`~windowkeeper.session._units.parts`:
+    by the identity of their blocks or tool definitions), which are values never changed in
+    place, as messages are: an agent sends the same prompt and tools on every request.
+    """
+
+    __slots__ = ("_system", "_tools")
+
+    def __init__(self) -> None:
+        self._system: tuple[Any, ...] | None = None
+        self._tools: tuple[Any, ...] | None = None
+
+    def admit(self, system: Any, tools: Sequence[Any] | None) -> None:
+        """Refuse ``system`` or ``tools`` as :func:`admit_request_arguments` does, unless they
+        are the ones admitted last."""
+        system_parts = parts(system)
+        if not same_parts(self._system, system_parts):
+            _admit_system(system)
+            self._system = system_parts
+        tools_parts = parts(tools)
+        if not same_parts(self._tools, tools_parts):
+            _admit_tools(tools)
+            self._tools = tools_parts
 
 
 def check_first(history: Sequence[Message], name: str) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-import operator
 from collections.abc import Sequence
+from itertools import islice
 from typing import Any, NamedTuple
 
 from ..core._messages import Message
@@ -100,9 +100,10 @@ def read_anchor(value: Any, count: int, what: str) -> tuple[Anchor, tuple[int, s
 
 
 def is_prefix(previous: tuple[Message, ...], messages: Sequence[Message]) -> bool:
-    """Whether ``previous`` starts ``messages``: by identity (fast), then by equality."""
-    if len(messages) < len(previous):
-        return False
-    if all(map(operator.is_, previous, messages)):
-        return True
-    return all(old is new or old == new for old, new in zip(previous, messages, strict=False))
+    """Whether ``previous`` starts ``messages``: by identity, then by equality.
+
+    Tuple equality compares each pair by identity first, in C, so the usual case (the same
+    objects) costs no call per message.
+    """
+    size = len(previous)
+    return len(messages) >= size and previous == tuple(islice(messages, size))

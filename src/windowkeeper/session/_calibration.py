@@ -46,6 +46,12 @@ class Calibration:
         self.residual_sum = _THINKING_PRIOR_TOKENS**2  # sum of x * r, x the thinking tokens
         self.square_sum = _THINKING_PRIOR_TOKENS**2  # sum of x * x
 
+    def copy(self) -> Calibration:
+        """An independent copy (what a snapshot keeps), made without the copy module's walk."""
+        twin = object.__new__(Calibration)
+        twin.__dict__.update(self.__dict__)
+        return twin
+
     def predict(self, text: float, thinking: float) -> float:
         return self.a * (text + self.w * thinking)
 

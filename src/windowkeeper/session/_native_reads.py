@@ -102,6 +102,9 @@ class _Copy:
         self.suffix = suffix  # kept after the notice (the closing tag and what follows it)
 
 
+_Found = tuple[Message, Any, int, tuple[tuple[int, str, _Copy], ...]]
+
+
 @record
 class NativeReadDetector:
     """Finds copies of files in every block of user messages: Cline text headers and native reads.
@@ -117,6 +120,16 @@ class NativeReadDetector:
         default_factory=lambda: dict(DEFAULT_READ_TOOLS)
     )
     shell_tools: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_SHELL_TOOLS))
+
+    @property
+    def _found(self) -> dict[int, _Found]:
+        """id of a user message -> (it, the message before it, its index, the copies in its
+        blocks: (position, path, copy)); what the store has replaced is left out when a scan
+        reads them. A memo, not a field: kept beside the fields, never compared nor shown."""
+        memo: dict[int, _Found] | None = self.__dict__.get("_found_memo")
+        if memo is None:
+            memo = self.__dict__["_found_memo"] = {}
+        return memo
 
     def scan(self, history: Sequence[Message], start_index: int, store: OverwriteStore) -> ReadScan:
         """The copies to replace per path, oldest first, then the latest copy of each path.
@@ -178,23 +191,46 @@ class NativeReadDetector:
         mentions: ReadScan,
     ) -> dict[str, list[_Copy]]:
         copies: dict[str, list[_Copy]] = {}
-        for index in range(max(start_index, 0), len(history)):
+        start = max(start_index, 0)
+        for index in range(start, len(history)):
             message = history[index]
             content = message.get("content")
             if message.get("role") != "user" or not isinstance(content, list) or not content:
                 continue
-            calls: Mapping[Any, dict[str, Any]] | None = None  # read for the first new block
-            for position, block in enumerate(content):
+            for position, path, copy in self._found_in(history, index, message, content):
                 if store.has_update(index, position):
                     continue  # already replaced: an older copy of something
-                if calls is None:
-                    calls = tool_calls_before(history, index)
-                found = self._copy_in(block, position, index, calls, content)
-                if found is not None:
-                    path, copy = found
-                    copies.setdefault(path, []).append(copy)
+                copies.setdefault(path, []).append(copy)
             self._mentions(mentions, index, content, store)
+        if len(self._found) > 2 * (len(history) - start) + 64:  # messages no longer scanned
+            live = set(map(id, history[start:]))
+            self.__dict__["_found_memo"] = {
+                key: entry for key, entry in self._found.items() if key in live
+            }
         return copies
+
+    def _found_in(
+        self, history: Sequence[Message], index: int, message: Message, content: list[Any]
+    ) -> tuple[tuple[int, str, _Copy], ...]:
+        """The copies in the blocks of ``history[index]``, found once while it, the message
+        before it (whose calls its results answer) and its index stay the same.
+
+        Messages are values (see :mod:`windowkeeper.core._incremental`), and so are
+        ``read_tools`` and ``shell_tools`` once the detector is in use.
+        """
+        previous = history[index - 1] if index >= 1 else None
+        known = self._found.get(id(message))
+        if known is not None and known[0] is message and known[1] is previous and known[2] == index:
+            return known[3]
+        calls = tool_calls_before(history, index)
+        found = []
+        for position, block in enumerate(content):
+            copy = self._copy_in(block, position, index, calls, content)
+            if copy is not None:
+                found.append((position, *copy))
+        result = tuple(found)
+        self._found[id(message)] = (message, previous, index, result)
+        return result
 
     def _copy_in(
         self,

@@ -10,7 +10,6 @@ merged, results whose call is not sent turned into text) and the estimate of its
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +20,7 @@ from ..core._notices import TRUNCATION_NOTICE
 from ..core._overwrites import OverwriteStore
 from ..core._pairing import OrphanResults
 from ..core._truncation import visible_start
-from ..formats._wire import EMPTIED, EMPTY_MESSAGE_NOTICE, Repair, anthropic_message
+from ..formats._wire import EMPTY_MESSAGE_NOTICE, Repair, anthropic_emptied
 from ._alternation import RoleMerger, merge_same_roles
 from ._clipping import MIN_KEPT_CHARS, Clip, ClipMemo, clippable_blocks
 from ._greeting import opens_with_greeting, with_opening
@@ -135,7 +134,7 @@ class RequestBuilder:
                 for position, (a, b) in enumerate(zip(merged, fixed, strict=True))
                 if a is not b
             )
-            if any(map(operator.is_not, merged, fixed))
+            if merged != fixed  # in C: a message turned into text never equals its source
             else ()
         )
         return opened
@@ -248,9 +247,7 @@ class _EmptyMessages:
         for message in messages[done:]:
             entry = known.get(id(message))
             if entry is None or entry[0] is not message:
-                problems: list[Repair] = []
-                anthropic_message(message, "", problems)
-                entry = (message, any(problem.detail == EMPTIED for problem in problems))
+                entry = (message, anthropic_emptied(message))
                 known[id(message)] = entry
             running.append(running[-1] + entry[1])
         if len(known) > 2 * len(messages) + 64:  # forget messages no longer sent

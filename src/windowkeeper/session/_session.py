@@ -17,7 +17,9 @@ runs the shrink steps (duplicate reads, masking, folding when compaction is on, 
 clipping) until it fits, and raises :class:`~windowkeeper.ContextOverflowError` only when
 nothing can make it fit. Compaction's own policy lives in
 :class:`~windowkeeper.session._compaction.Compaction`, the request pipeline in
-:class:`~windowkeeper.session._request.RequestBuilder`.
+:class:`~windowkeeper.session._request.RequestBuilder`, the decisions of one request in
+:func:`~windowkeeper.session._planning.plan_request`, commits, checkpoints and reload in
+:class:`~windowkeeper.session._keeping.SessionKeeping`.
 """
 
 from __future__ import annotations
@@ -28,16 +30,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import ConfigurationError, MalformedMessageError
-from .._record import record, replace
+from .._record import replace
 from ..cline._manager import ContextManager
 from ..core._file_reads import ReadDetector
 from ..core._messages import Message, SystemPrompt
-from ..core._overwrites import OverwriteStore
 from ..core._window import ContextWindowInfo
 from ._admission import (
-    admit_checkpoint_fields,
+    AdmittedArguments,
     admit_range,
-    admit_request_arguments,
     admit_timestamp,
     admit_usage,
 )
@@ -53,19 +53,19 @@ from ._arguments import (
 from ._format import FormatName, SessionFormat
 from ._handshake import await_summary
 from ._history import SessionHistory
+from ._keeping import SessionKeeping
 from ._learning import restore_learnt, snapshot_of
 from ._native_reads import NativeReadDetector
-from ._preflight import check_fits
+from ._planning import plan_request
 from ._prepared import Checkpoint, Prepared, Synced
-from ._reported import decide_from_usage
-from ._request import RequestBuilder, finish_request, place_truncation_notice
+from ._request import finish_request, place_truncation_notice
 from ._request_log import RequestLog
 from ._sdk import MessageLike, UsageInput, message_from_sdk, usage_from_sdk
 from ._shrinking import Shrinker
 from ._state import SessionState, cut_state
-from ._state_extras import load_calibration, stored_window, with_extras
 from ._syncing import common_prefix, extends, store_before
 from ._tokens import CalibratedEstimator, TokenCounter
+from ._usage_record import LastRequest, recorded_usage
 from ._usage_trust import UsageTrust
 from .steps import Step, SummaryNeeded
 
@@ -84,16 +84,7 @@ __all__ = [
 ]
 
 
-@record(frozen=True, slots=True)
-class _LastRequest:
-    messages: list[Message]
-    system: Any
-    tools: Sequence[Mapping[str, Any]] | None
-    timestamp: int
-    generation: int
-
-
-class ContextSession:
+class ContextSession(SessionKeeping):
     """One task's conversation, kept within ``context_window`` on every request.
 
     ``context_window`` is an int (tokens) or a :class:`ContextWindowInfo`; without it, ``model``
@@ -188,12 +179,13 @@ class ContextSession:
             self._shrink_target,
             self._max_result_share,
         )
+        self._arguments = AdmittedArguments()  # the system prompt and tools let in last
         self._awaiting = False  # inside aprepare: an async summarizer's request is awaited there
         self._max_output_tokens = count_argument("max_output_tokens", max_output_tokens)
         self._clock = clock if clock is not None else (lambda: time.time_ns() // 1_000_000)
         self._history = SessionHistory(self._format)
         self._state = SessionState()
-        self._last: _LastRequest | None = None
+        self._last: LastRequest | None = None
         self._usage_trust = UsageTrust()  # reported usage checked before it is believed
         self._stored_window: ContextWindowInfo | None = None
         self._persistence: Persistence | None = None
@@ -326,11 +318,7 @@ class ContextSession:
         state = cut_state(self._state, kept)
         store = store_before(self._manager.store, kept)
         self._commit(state, store)
-        self._requests.forget()
-        self._state = state
-        self._last = None
-        self._usage_trust.forget()
-        self._manager.store = store
+        self._went_back(state, store)
 
     def record_usage(self, usage: UsageInput, *, timestamp: int | None = None) -> None:
         """What the provider reported for the last prepared request.
@@ -352,21 +340,17 @@ class ContextSession:
         else:
             state = self._ticked(state)
             sent_at = state.last_timestamp
-        distrusted = last is not None and self._usage_trust.judge(
+        state, distrusted = recorded_usage(
+            state,
             parsed,
-            last.messages,
-            system=last.system,
-            tools=last.tools,
+            last,
+            sent_at=sent_at,
+            trust=self._usage_trust,
             counter=self._counter,
             context_window=self._info.context_window,
         )
-        state = replace(
-            state,
-            usage=None if distrusted else parsed,  # a distrusted report decides nothing
-            usage_timestamp=sent_at,
-            usage_generation=last.generation if last is not None else state.generation,
-        )
-        learnt = snapshot_of(self._counter)
+        # what it knew, for a commit that fails (a session without storage commits nothing)
+        learnt = snapshot_of(self._counter) if self._persistence is not None else None
         if last is not None and not distrusted:  # learnt first: the commit keeps what it learnt
             reported = parsed.tokens_in + parsed.cache_writes + parsed.cache_reads
             self._counter.observe(
@@ -400,7 +384,7 @@ class ContextSession:
             raise MalformedMessageError("history", "no messages to send: append the task first")
         system = check_system(openai_system if system is None else system)
         tools = check_tools(tools)
-        admit_request_arguments(system, tools)
+        self._arguments.admit(system, tools)
         reserve = self._max_output_tokens
         if max_output_tokens is not None:
             reserve = count_argument("max_output_tokens", max_output_tokens)
@@ -445,217 +429,49 @@ class ContextSession:
     def _prepare(
         self, system: Any, tools: Sequence[Mapping[str, Any]] | None, reserve: int
     ) -> Prepared:
-        state = self._ticked(self._state)
-        now = state.last_timestamp
-        history = self._history.messages
-        compaction = self._compaction
-        limit = self._info.max_allowed_size
         log = RequestLog(self._usage_trust.pending())
-        # feed: an in-band summary reply is folded in, the newest results clipped on arrival
-        if compaction is not None:
-            compaction.configure(
-                limit,
-                lambda: self._requests.estimate(list(history[:2]), system, tools, reserve),
-                (*map(id, history[:2]), id(system), id(tools), reserve),
-            )
-            state, adopted = compaction.adopt(state, history)
-            state, resumed = compaction.resumed(state, len(history))
-            log.note(adopted, resumed)
-        state, view, arrived = self._shrinker.arrive(history, state, limit)
-        log.arrived(arrived)
-        # view: the original's decision from the usage reported for the previous request
-        decision = decide_from_usage(
-            self._manager, view, state, self._info, compacting=compaction is not None
+        now = self._now(self._state)
+        plan = plan_request(
+            self._history.messages,
+            self._state,
+            log,
+            now=now,
+            system=system,
+            tools=tools,
+            reserve=reserve,
+            window=self._info,
+            manager=self._manager,
+            requests=self._requests,
+            shrinker=self._shrinker,
+            compaction=self._compaction,
         )
-        state = decision.state
-        log.note(*decision.actions)
-        log.replaced.update(decision.replaced)
-        log.range_changed = decision.range_changed
-        messages = self._requests.visible(decision.messages, state)
-        estimate = self._requests.estimate(messages, system, tools, reserve)
-        # steps: the pre-flight shrinks a request over the limit, or refuses it
-        acted = estimate > limit
-        if acted:
-            draft, shrunk = self._shrinker.shrink(
-                history,
-                state,
-                view,
-                messages,
-                estimate,
-                now=now,
-                system=system,
-                tools=tools,
-                reserve=reserve,
-                limit=limit,
-            )
-            log.shrunk(shrunk)
-            check_fits(draft.estimate, reserve, self._info)
-            state, messages, estimate = draft.state, draft.messages, draft.estimate
-        requested = False
-        if (
-            compaction is not None
-            and compaction.in_band
-            and not acted
-            and estimate > limit * compaction.in_band_at
-            and compaction.may_summarize(state)
-        ):
-            asked = compaction.ask(
-                state,
-                view=view,
-                messages=messages,
-                history_length=len(history),
-                estimate=lambda request: self._requests.estimate(request, system, tools, reserve),
-                limit=limit,
-            )
-            if asked is not None:
-                state, messages, estimate = asked
-                requested = True
-        # commit, then the wire
-        state = replace(state, requests=state.requests + 1)
+        # commit, then the wire (the clock moved on and the request counted in one new state)
+        state = replace(plan.state, last_timestamp=now, requests=plan.state.requests + 1)
         self._commit(state)
         self._state = state
         self._usage_trust.forget()  # reported in these actions
-        self._last = _LastRequest(messages, system, tools, now, state.generation)
-        wired, repairs = self._format.send(messages)
+        self._last = LastRequest(plan.messages, system, tools, now, state.generation)
+        wired, repairs = self._format.send(plan.messages)
         return Prepared(
             messages=wired,
             deleted_range=state.deleted_range,
             range_changed=log.range_changed,
             replaced_reads=len(log.replaced),
-            estimated_tokens=estimate,
-            max_allowed_size=limit,
-            preflight_acted=acted,
+            estimated_tokens=plan.estimate,
+            max_allowed_size=self._info.max_allowed_size,
+            preflight_acted=plan.acted,
             clipped=tuple(log.clips.values()),
-            ignored_stale_usage=decision.stale,
+            ignored_stale_usage=plan.stale,
             repairs=self._requests.id_repairs(state) + self._requests.orphaned + repairs,
             actions=tuple(log.actions),
-            summary_requested=requested,
+            summary_requested=plan.requested,
         )
 
     def _ticked(self, state: SessionState) -> SessionState:
         """``state`` with the session's clock moved on (strictly increasing)."""
+        return replace(state, last_timestamp=self._now(state))
+
+    def _now(self, state: SessionState) -> int:
+        """The session's clock, moved on from ``state``'s (strictly increasing)."""
         now = admit_timestamp(int(self._clock()), "clock()")
-        return replace(state, last_timestamp=max(now, state.last_timestamp + 1))
-
-    # -- checkpoints -----------------------------------------------------------------------
-
-    def checkpoint(self) -> Checkpoint:
-        """Remember this point; :meth:`rollback` returns to it."""
-        self._state = self._ticked(self._state)
-        return Checkpoint(
-            history_length=len(self._history),
-            state=self._state,
-            store_json=self._manager.context_history_json(),
-            timestamp=self._state.last_timestamp,
-            counter_state=snapshot_of(self._counter),
-        )
-
-    def rollback(self, checkpoint: Checkpoint) -> None:
-        """Return to ``checkpoint``: later messages, range growth, edits, clips and usage undone.
-
-        The store is restored from the checkpoint's copy rather than rolled back by timestamp:
-        edits decided from an earlier request's usage carry that request's (earlier) time. What
-        the counter learnt since is forgotten too (when it can ``restore``), so that the same
-        calls after a rollback give the same requests.
-        """
-        if not isinstance(checkpoint, Checkpoint):
-            raise ConfigurationError(
-                f"rollback takes a Checkpoint from checkpoint(), got {type(checkpoint).__name__}"
-            )
-        length = len(self._history)
-        admit_checkpoint_fields(checkpoint, length)
-        if checkpoint.history_length > length:
-            raise ConfigurationError(
-                f"checkpoint holds {checkpoint.history_length} messages, the history only"
-                f" {length}: it belongs to another session or a rolled-back branch"
-            )
-        state = replace(checkpoint.state, last_timestamp=self._state.last_timestamp)
-        store = OverwriteStore.from_json(checkpoint.store_json)
-        undo = self._history.roll_back(checkpoint.history_length)
-        learnt = snapshot_of(self._counter, restorable=True)
-        if learnt is not None and checkpoint.counter_state is not None:
-            restore_learnt(self._counter, checkpoint.counter_state)  # before the commit keeps it
-        try:
-            self._commit(state, store)
-        except BaseException:
-            restore_learnt(self._counter, learnt)
-            undo()
-            raise
-        self._requests.forget()
-        self._state = state
-        self._last = None
-        self._usage_trust.forget()
-        self._manager.store = store
-
-    # -- persistence -----------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Release the storage backend (a database connection); the session stays readable."""
-        if self._persistence is not None:
-            self._persistence.close()
-
-    def __enter__(self) -> ContextSession:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def _commit(self, state: SessionState, store: OverwriteStore | None = None) -> None:
-        """Make the history, ``state`` and the store (``store`` or the manager's) durable together."""
-        if self._persistence is None:
-            return
-        taken = self._persistence.commit(
-            self._history.messages,
-            state,
-            store if store is not None else self._manager.store,
-            may_extend=not self._history.openai,
-            extras=with_extras({}, self._counter, self._info),
-        )
-        if taken is not None:  # another program appended: its messages are in the history now
-            self._history.messages = taken
-
-    def _request_builder(self) -> RequestBuilder:
-        """A fresh request pipeline over the session's manager and counter."""
-        return RequestBuilder(
-            self._manager,
-            self._counter,
-            place_results=self._place_results,
-            opening=self._format.name == "anthropic",  # the Messages API takes a user turn first
-        )
-
-    def reload(self) -> None:
-        """Read the task again from the store, dropping everything this session holds in memory.
-
-        The way on after :class:`~windowkeeper.ConcurrentUpdateError`: until then every call
-        that writes raises it again. Retry the step on the stored state: ``reload()``, apply
-        the change again (append the message, prepare, record the usage), commit by that call.
-        """
-        persistence = self._persistence
-        if persistence is None:
-            raise ConfigurationError("reload() needs a session with task_dir or store")
-        self._history.clear()
-        self._state = SessionState()
-        self._last = None
-        self._manager.store = OverwriteStore()
-        self._requests = self._request_builder()
-        self._shrinker.requests = self._requests
-        self._usage_trust.forget()
-        from ._persistence import Persistence  # noqa: PLC0415 - see __init__
-
-        self._persistence = Persistence(persistence.backend)
-        self._load(self._persistence)
-
-    def _load(self, persistence: Persistence) -> None:
-        loaded = persistence.load()
-        self._manager.last_load = getattr(persistence.backend, "last_load", None)
-        if loaded is None:
-            return
-        self._history.load(loaded.history)
-        if loaded.store is not None:
-            self._manager.store = loaded.store
-        persistence.loaded(self._history.messages, loaded.store)
-        if loaded.state is not None:
-            self._state = loaded.state
-            where = f"{persistence.backend.name} (session state)"
-            load_calibration(self._counter, loaded.raw_state, where)
-            self._stored_window = stored_window(loaded.raw_state)
+        return max(now, state.last_timestamp + 1)

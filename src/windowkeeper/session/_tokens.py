@@ -25,7 +25,6 @@ a copy). Nothing here mutates its inputs.
 
 from __future__ import annotations
 
-import copy
 import math
 import operator
 from collections import deque
@@ -234,11 +233,7 @@ class CalibratedEstimator:
             anchor = self._anchor
             assert anchor is not None
             added = self._units_of(messages, len(anchor.messages))
-            totals = _Units(
-                anchor.totals.text + added.text,
-                anchor.totals.thinking + added.thinking,
-                anchor.totals.images + added.images,
-            )
+            totals = _summed(anchor.totals, added)
             text = added.text + system_units.text - anchor.system_units.text
             text += tools_units - anchor.tools_units
             images = added.images + system_units.images - anchor.system_units.images
@@ -273,7 +268,13 @@ class CalibratedEstimator:
         """
         _check_sequence(messages)
         system_units, tools_units = self._request_units(system, tools)
-        totals = self._totals(messages)
+        anchor = self._anchor
+        if anchor is not None and self._anchored(messages):  # the usual case: report, then this
+            anchor = self._anchor
+            assert anchor is not None
+            totals = _summed(anchor.totals, self._units_of(messages, len(anchor.messages)))
+        else:
+            totals = self._totals(messages)
         self._prune(messages)
         # never above the starting ratio: a denser tokenizer learnt from earlier reports must
         # not make an honest report look short
@@ -283,7 +284,7 @@ class CalibratedEstimator:
     def snapshot(self) -> object:
         """What it has learnt so far, for :meth:`restore` (a session's checkpoint keeps it)."""
         return _Snapshot(
-            copy.copy(self._calibration),
+            self._calibration.copy(),
             self._margin,
             tuple(self._errors),
             self._anchor,
@@ -297,7 +298,7 @@ class CalibratedEstimator:
             raise ConfigurationError(
                 f"snapshot: expected a snapshot() of this estimator, got {type(snapshot).__name__}"
             )
-        self._calibration = copy.copy(snapshot.calibration)
+        self._calibration = snapshot.calibration.copy()
         self._margin = snapshot.margin
         self._errors = deque(snapshot.errors, maxlen=_MARGIN_WINDOW)
         self._anchor = snapshot.anchor
@@ -420,12 +421,7 @@ class CalibratedEstimator:
         """Summed units of all ``messages``; only the new ones when they extend the last call's."""
         last = self._last_count
         if last is not None and shared_prefix(last[0], messages) == len(last[0]):
-            added = self._units_of(messages, len(last[0]))
-            totals = _Units(
-                last[1].text + added.text,
-                last[1].thinking + added.thinking,
-                last[1].images + added.images,
-            )
+            totals = _summed(last[1], self._units_of(messages, len(last[0])))
         else:
             totals = self._units_of(messages, 0)
         if len(messages) > 1:  # a single message measured on its own is not a request to extend
@@ -481,7 +477,15 @@ def _holds(check: Callable[[], object]) -> bool:
         return False
 
 
+def _summed(first: _Units, second: _Units) -> _Units:
+    return _Units(
+        first.text + second.text, first.thinking + second.thinking, first.images + second.images
+    )
+
+
 def _check_sequence(messages: Any) -> None:
+    if type(messages) is list:  # the usual case, without the ABC's slower check
+        return
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
         raise MalformedMessageError(
             "messages", f"expected a list of messages, got {type(messages).__name__}"
