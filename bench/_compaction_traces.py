@@ -317,7 +317,7 @@ def format_compaction_traces(evaluation: Evaluation) -> list[str]:
         " rejects (`bench/_doubles.py`: role and content only, every tool used so far defined,"
         " size judged apart); *in-band ask reads prev.*: the lowest share, over the in-band"
         " summary requests, of the previous request's prompt read from the cache (the cache"
-        " model above: the leading messages equal to the previous request's); *asks on a fold*:"
+        " model above: the leading messages, then blocks, equal to the previous request's); *asks on a fold*:"
         " in-band asks on a request that folded or on the one right after a fold; *billed vs"
         " cline-condense*: billed cost with caching, summary calls included, against cline's"
         " auto-condense at the same setting; *after a fold*: over the requests right after a"

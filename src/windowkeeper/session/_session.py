@@ -116,9 +116,8 @@ class ContextSession:
     asked on the request itself once it passes ``in_band_at`` of the limit; a summarizer
     callable, sync or async, for out-of-band summaries): it is sugar for a
     :class:`~windowkeeper.session.steps.SummarizeTurns` step, which ``steps`` may hold instead;
-    ``keep_recent_tokens`` is the verbatim tail a fold keeps (default: a quarter of the room the
-    limit leaves beside the system prompt, tools and messages 0-1, at most 8,000; at most half
-    the limit); ``summarizer_timeout`` the seconds a summarizer may
+    ``keep_recent_tokens`` is the verbatim tail a fold keeps beside the newest turn, always kept
+    whole (default none; at most half the limit); ``summarizer_timeout`` the seconds a summarizer may
     take before the fold goes ahead with the ledger alone (None: no limit);
     ``task_dir`` persists everything: each call that changes the session (``append``, ``extend``,
     ``record_usage``, ``prepare``, ``rollback``) has written it when it returns, so reopening the
@@ -458,6 +457,7 @@ class ContextSession:
                 lambda: self._requests.estimate(list(history[:2]), system, tools, reserve),
                 (*map(id, history[:2]), id(system), id(tools), reserve),
             )
+            compaction.offer_previous(self._last)  # what the provider may hold cached
             state, adopted = compaction.adopt(state, history)
             state, resumed = compaction.resumed(state, len(history))
             log.note(adopted, resumed)
