@@ -378,7 +378,7 @@ class TestSummaryWorth:
                 keeper.append({"role": "assistant", "content": "SUMMARY " + "s" * 3_592})
                 assert actions(keeper.prepare())[0][0] == "summarize-in-band"
         assert asks[5] == (5, 7_993, True)  # the first summary is always asked for
-        assert asks[9] == (9, 7_424, False)  # past 6,800, but too little new since
+        assert asks[9] == (9, 7_275, False)  # past 6,800, but too little new since
         assert asks[10][2] is False
         assert actions(prepared) == [("summarize", tuple(range(11, 22)), (2, 21))]
         assert "SUMMARY sss" in prepared.messages[2]["content"][1]["text"]  # the last one kept

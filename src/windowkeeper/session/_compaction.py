@@ -40,7 +40,9 @@ SUMMARY_REPLY_KINDS = frozenset({"text", "thinking", "redacted_thinking"})
 _POOR_SHARE = 0.1  # a fold that frees less than this share of the request frees little
 _POOR_FOLDS = 2  # this many such folds in a row pause asking for summaries
 _DECLINED = 2  # this many in-band asks answered otherwise in a row: no more asks until a fold
-_BUDGET_SHARE = 0.25  # of the room, the most a continuation may take (in tokens)
+_BUDGET_SHARE = (
+    0.15  # of the room, the most a continuation may take (in tokens; chosen as _KEEP_SHARE)
+)
 # Of the room, the verbatim tail a fold keeps by default (in tokens), beyond the newest turn
 # that every fold keeps whole: none. The continuation (summary and ledger) carries the state of
 # work, so a fold frees all it can and is needed as rarely as possible (bench/_tuning.py chose
