@@ -189,6 +189,14 @@ def format_tuning(tuning: Tuning) -> list[str]:
         " when, held out, the choices beat the default's median. The demo conversation takes"
         " no part.",
         "",
+        "The settings: `in_band_at`, the share of the limit past which the in-band session"
+        " asks; the verbatim tail a fold keeps beyond the newest turn (which it always keeps"
+        " whole), as a share of the room (what the limit leaves beside the system prompt,"
+        " tools and messages 0-1); the continuation's budget, as a share of the room; and the"
+        " worth of a new summary: once there is one, a fold asks for a new summary only when"
+        " the turns it would add hold this many times the last summary's size, else it keeps"
+        " the last summary with a fresh ledger (0: a new summary at every fold).",
+        "",
     ]
     for setting, values in SWEEPS.items():
         default = DEFAULTS[setting]
