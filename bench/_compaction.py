@@ -7,7 +7,8 @@
   - ``"out-of-band"`` (``windowkeeper-compact``): ``summarize=`` a summarizer that answers with
     :func:`~windowkeeper.tools._scripted_summary.scripted_summary` of the messages it folds.
     The call it stands for is the one the ready-made summarizers send
-    (:func:`~windowkeeper.session._summary.summary_messages` of the request), metered apart;
+    (:func:`~windowkeeper.session._summary.summary_messages` of the request: the previous
+    request with the instruction appended, once there is one), metered apart;
   - ``"ledger"`` (``windowkeeper-ledger``): ``summarize=True``, the ledger alone, no model;
   - ``"in-band"`` (``windowkeeper-inband``): ``summarize="in-band"``. When a prepared request
     says ``summary_requested``, that request (the instruction on its last user message) is sent
@@ -33,7 +34,11 @@ from windowkeeper import ContextOverflowError, ContextWindowInfo
 from windowkeeper.core._messages import Message
 from windowkeeper.core._usage import TokenUsage
 from windowkeeper.session._session import ContextSession, Prepared
-from windowkeeper.session._summary import SummaryRequest, summary_messages
+from windowkeeper.session._summary import (
+    SummaryRequest,
+    shared_prefix_messages,
+    summary_messages,
+)
 from windowkeeper.tools._replay import CondenseStep, Ruler, Sent, _read_replacements
 from windowkeeper.tools._scripted_summary import scripted_summary
 
@@ -77,22 +82,45 @@ class Summaries:
         return text
 
     def for_request(self, request: SummaryRequest) -> str:
-        """An out-of-band summary: the summarizer a session is given."""
+        """An out-of-band summary: the summarizer a session is given. It writes from what the
+        call sends: the previous request with the instruction when the session offers it (as
+        an in-band ask does), else the folded messages."""
         started = time.perf_counter()
-        text = scripted_summary(request.messages)
+        shared = shared_prefix_messages(request)
+        text = scripted_summary(shared if shared is not None else request.messages)
         self._model_ms += (time.perf_counter() - started) * 1000
         self._out_of_band.append((request, text))
         return text
 
+    @staticmethod
+    def _system(request: SummaryRequest) -> object:
+        """The system prompt the call sends: the conversation's with the shared prefix."""
+        return request.system if shared_prefix_messages(request) is not None else None
+
     def _tokens(self, text: str) -> int:
         return self._ruler.count([{"role": "assistant", "content": text}])
 
-    def take(self) -> tuple[list[int], list[tuple[int, int]], float]:
-        """Since the last call: the output tokens of each in-band summary; (input, output)
-        tokens of each out-of-band call; the summarizer's time inside the timed call (ms)."""
+    def take(self) -> tuple[list[int], list[tuple[int, int, int]], float]:
+        """Since the last call: the output tokens of each in-band summary; (input, output,
+        cached input) tokens of each out-of-band call; the summarizer's time inside the timed
+        call (ms).
+
+        An out-of-band call is metered as the ready-made summarizers send it
+        (:func:`summary_messages`). When that is the previous request with the instruction
+        appended, all of it but the instruction is the previous request, unchanged, with its
+        system prompt: under the bench's cache model (leading messages, then leading blocks,
+        equal to the previous request's) it is read from the cache, as an in-band ask's prefix
+        is; the instruction is new.
+        """
         in_band = [self._tokens(text) for text in self._in_band]
         out_of_band = [
-            (self._ruler.count(summary_messages(request)), self._tokens(text))
+            (
+                self._ruler.count(summary_messages(request), system=self._system(request)),
+                self._tokens(text),
+                self._ruler.count(list(request.prefix), system=request.system)
+                if shared_prefix_messages(request) is not None
+                else 0,
+            )
             for request, text in self._out_of_band
         ]
         model_ms = self._model_ms if self._timed else 0.0

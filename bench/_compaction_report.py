@@ -386,9 +386,11 @@ def format_compaction(evaluation: Evaluation) -> list[str]:
         " handler hides everything after messages 0-1, and the next request (the continuation)"
         " carries the summary as the tool's result. Both requests are metered.",
         "- **windowkeeper compaction, out-of-band**: `ContextSession(summarize=<summarizer>)`;"
-        " the summarizer answers with the scripted summary of the messages it is asked to fold."
-        " The call is metered as the ready-made summarizers would send it"
-        " (`summary_messages(request)`), apart from the conversation.",
+        " the summarizer answers with the scripted summary of what its call sends. The call is"
+        " metered as the ready-made summarizers would send it (`summary_messages(request)`),"
+        " apart from the conversation: once the session has sent a request, that is the"
+        " previous request unchanged with the instruction at the end of its final user turn"
+        " (with the conversation's system prompt and tools), else the folded messages as text.",
         '- **windowkeeper compaction, in-band**: `ContextSession(summarize="in-band")`: when a'
         " prepared request says `summary_requested`, it is sent (the instruction on its last"
         " user message, the rest as usual), the scripted summary of it is appended as the reply,"
@@ -415,11 +417,16 @@ def format_compaction(evaluation: Evaluation) -> list[str]:
         f" a summary is output, at {SUMMARY_OUTPUT:g}×; an in-band ask is a request of the"
         " conversation, so its input pays cache reads for the prefix it shares with the"
         " request before it and writes for the rest, as every request does; an out-of-band call"
-        " is a new conversation, nothing of it cached nor reused, so its input is billed at 1×."
+        " that sends the previous request unchanged plus the instruction is billed the same way"
+        " (its prefix is what the provider cached for the conversation: Anthropic and OpenAI"
+        " cache by prefix, tools, system, then messages in order), one that sends the folded"
+        " messages as text is a new conversation, nothing of it cached nor reused, so its input"
+        " is billed at 1×."
         " *Summary reuse* is the share of the summary calls' input read from the cache,"
         " *prefix reuse* the share of their prefix (all before the last user message, which"
         " carries the new turn and the instruction) read from the cache, both averaged over"
-        " the calls (0 for out-of-band calls). *Summary cost* is what the summary calls cost,"
+        " the calls (0 for out-of-band calls sent as text). *Summary cost* is what the summary"
+        " calls cost,"
         " input and output.",
         "",
         "The task frontier (`bench/_frontier.py`): over the requests from the first one at which"

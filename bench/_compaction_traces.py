@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 
 from _evaluation import Evaluation
+from _metrics import SUMMARY_OUTPUT
 from _runner import (
     CLINE,
     CLINE_CONDENSE,
@@ -317,7 +318,7 @@ def format_compaction_traces(evaluation: Evaluation) -> list[str]:
         " rejects (`bench/_doubles.py`: role and content only, every tool used so far defined,"
         " size judged apart); *in-band ask reads prev.*: the lowest share, over the in-band"
         " summary requests, of the previous request's prompt read from the cache (the cache"
-        " model above: the leading messages equal to the previous request's); *asks on a fold*:"
+        " model above: the leading messages, then blocks, equal to the previous request's); *asks on a fold*:"
         " in-band asks on a request that folded or on the one right after a fold; *billed vs"
         " cline-condense*: billed cost with caching, summary calls included, against cline's"
         " auto-condense at the same setting; *after a fold*: over the requests right after a"
@@ -333,4 +334,71 @@ def format_compaction_traces(evaluation: Evaluation) -> list[str]:
     lines += _table(evaluation)
     lines += ["", "### Compaction targets on every trace", ""]
     lines += _targets(evaluation)
+    lines += ["", *_where_the_cost_goes(evaluation)]
+    return lines
+
+
+def _summary_part(run: Run) -> float:
+    """What a run's summary calls add to its bill beyond its conversation's requests: their
+    output, and for calls made apart (out-of-band) their input too."""
+    totals = run.totals
+    output = SUMMARY_OUTPUT * totals.summary_output
+    if run.policy == WK_COMPACT:
+        return totals.summary_cost
+    return output
+
+
+def _where_the_cost_goes(evaluation: Evaluation) -> list[str]:
+    """A paragraph on the bill against cline-condense: summaries, then the conversation."""
+    parts = []
+    for policy in (WK_COMPACT, WK_INBAND):
+        pairs = [
+            (f.run, evaluation.run(f.run.case, f.run.choice.nominal, CLINE_CONDENSE))
+            for f in figures(evaluation, policy)
+        ]
+        pairs = [(ours, theirs) for ours, theirs in pairs if theirs and theirs.totals.cost]
+        if not pairs:
+            continue
+        conversation = statistics.median(
+            (ours.totals.cost - _summary_part(ours)) / theirs.totals.cost for ours, theirs in pairs
+        )
+        share = statistics.median(_summary_part(ours) / ours.totals.cost for ours, _ in pairs)
+        calls = sum(ours.totals.summary_calls for ours, _ in pairs)
+        theirs_calls = sum(theirs.totals.summary_calls for _, theirs in pairs)
+        parts.append(
+            f"{SHORT[policy]}: its summaries are a median {pct(share)} of its bill, its"
+            f" conversation's requests alone a median {conversation:.2f}× cline-condense's whole"
+            f" bill; {calls} summary calls in all, against cline-condense's {theirs_calls}"
+        )
+    if not parts:
+        return []
+    condense = [
+        evaluation.run(f.run.case, f.run.choice.nominal, CLINE_CONDENSE)
+        for f in figures(evaluation, WK_INBAND)
+    ]
+    shares = [_summary_part(run) / run.totals.cost for run in condense if run and run.totals.cost]
+    ledger = [f.ratio for f in figures(evaluation, WK_LEDGER) if f.ratio is not None]
+    lines = [
+        "Where the bill goes, over the settings above: "
+        + "; ".join(parts)
+        + "."
+        + (
+            f" cline-condense's own summaries are a median {pct(statistics.median(shares))} of"
+            " its bill."
+            if shares
+            else ""
+        )
+        + (
+            f" {SHORT[WK_LEDGER]}, which pays for no summary at all, bills a median"
+            f" {statistics.median(ledger):.2f}× cline-condense."
+            if ledger
+            else ""
+        )
+        + " A summary of about 2,000 tokens is output at 5×, as much as reading 100,000 tokens"
+        " from the cache. cline-condense folds to messages 0-1 and the summary, and lets the"
+        " request that asks go over the limit, so its conversation is cheap too: a median of"
+        " 0.9× needs a conversation that undercuts cline-condense's whole bill by the"
+        " summaries' share and a tenth more.",
+        "",
+    ]
     return lines

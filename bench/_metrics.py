@@ -6,8 +6,10 @@ request, what the policy sent and the replay's record of it, and it keeps:
 - tokens: the replay ruler's count of the request (messages and system prompt);
 - over the window / over ``max_allowed_size``: that count against each;
 - prompt-cache reuse: the leading messages equal to the previous request's (role and content
-  compared, which is comparing them as JSON), counted by the ruler with the system prompt, as a
-  share of the request; the first request reuses nothing;
+  compared, which is comparing them as JSON), then the leading content blocks of the first
+  message that differs, when its role is the same (a provider caches a prefix of the content:
+  blocks appended to a message leave the ones before them cached), counted by the ruler with
+  the system prompt, as a share of the request; the first request reuses nothing;
 - billed cost with caching: the common prefix read at 0.1, the rest written at 1.25 (input
   price 1.0 per token; output not counted, as it is the same for every policy);
 - provider-rule violations (:func:`windowkeeper.validate_messages`), tool pairing apart;
@@ -20,7 +22,9 @@ request, what the policy sent and the replay's record of it, and it keeps:
 - summary calls: a request that asks for a summary inside the conversation (in-band: the
   record says ``condense="summarize"``) is metered as any request, and its answer, the summary,
   is billed as output at :data:`SUMMARY_OUTPUT`; a summary call made apart from the conversation
-  (out-of-band, :meth:`Meter.add_summary`) is billed as uncached input at 1.0 plus its output.
+  (out-of-band, :meth:`Meter.add_summary`) is billed as uncached input at 1.0 plus its output,
+  unless it sends the conversation's previous request unchanged: that part is then read from
+  the cache and the rest written, as for an in-band ask.
   Either adds to the billed cost. Kept per call: the share of its input read from the cache,
   and the share of its prefix (everything before its last user message, which carries the new
   turn and the instruction) read from the cache, 0 for an out-of-band call;
@@ -281,6 +285,8 @@ class Meter:
                     break
                 common += 1
             prefix_tokens = self.ruler.count(messages[:common], system=self.system)
+            if common < min(len(view), len(previous)):
+                prefix_tokens += self._leading_blocks(messages[common], previous[common])
         self._previous = view
         previous_tokens, self._previous_tokens = self._previous_tokens, tokens
         reuse = prefix_tokens / tokens if tokens else 0.0
@@ -343,9 +349,39 @@ class Meter:
         )
         totals.messages.append(carried / len(history) if history else 1.0)
 
-    def add_summary(self, input_tokens: int, output_tokens: int) -> None:
-        """Meter a summary call made apart from the conversation (nothing of it cached)."""
+    def _leading_blocks(self, message: Message, before: tuple[Any, Any]) -> int:
+        """The tokens of ``message``'s leading content blocks equal to those of ``before`` (the
+        previous request's message at the same place, as role and content), when the roles
+        match: a provider's cache is a prefix of the request's content, so blocks appended to a
+        message (a merged turn, an instruction) leave what precedes them cached."""
+        role, content = before
+        blocks = message.get("content")
+        if role != message.get("role") or not isinstance(blocks, list):
+            return 0
+        old = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(old, list):
+            return 0
+        equal = 0
+        for new_block, old_block in zip(blocks, old, strict=False):
+            if new_block != old_block:
+                break
+            equal += 1
+        if not equal:
+            return 0
+        return self.ruler.count([{"role": role, "content": blocks[:equal]}])
+
+    def add_summary(self, input_tokens: int, output_tokens: int, *, cached: int = 0) -> None:
+        """Meter a summary call made apart from the conversation: ``cached`` of its input
+        tokens are the conversation's previous request, unchanged (read from the cache, the
+        rest written, as for an in-band ask); with none, nothing of it is cached nor reused and
+        its input is billed at :data:`SUMMARY_INPUT`."""
         self.totals.summary_input += input_tokens
+        if cached:
+            cost = CACHE_READ * cached + CACHE_WRITE * (input_tokens - cached)
+            reuse = cached / input_tokens if input_tokens else 0.0
+            self._summary(output_tokens, reuse, cost, input_billed=False)
+            self.totals.prefix_reuse.append(1.0)
+            return
         self._summary(output_tokens, 0.0, SUMMARY_INPUT * input_tokens, input_billed=False)
         self.totals.prefix_reuse.append(0.0)
 

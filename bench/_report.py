@@ -89,8 +89,11 @@ def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
         "- **truncations**: requests at which more history was hidden than before.",
         "- **tokens sent**: the ruler's count summed over all requests.",
         "- **cache reuse**: per request, the leading messages equal to the previous request's"
-        " (role and content, compared as JSON values), counted by the ruler with the system"
-        " prompt, as a share of the request; averaged over requests (the first reuses nothing).",
+        " (role and content, compared as JSON values), then the leading content blocks of the"
+        " first message that differs when its role is the same (a provider caches a prefix of"
+        " the content, so blocks appended to a message leave those before them cached),"
+        " counted by the ruler with the system prompt, as a share of the request; averaged over"
+        " requests (the first reuses nothing).",
         "- **billed cost vs cline**: each request pays cache reads (0.1×) for that common prefix"
         " and cache writes (1.25×) for the rest, at an input price of 1 per token; output is"
         " not counted (it is the same for every policy); shown relative to cline's bill on the"

@@ -339,13 +339,17 @@ def run(
         sent, _ = replayer.request(length)
         elapsed = call.take()
         in_band: list[int] = []
-        out_of_band: list[tuple[int, int]] = []
+        out_of_band: list[tuple[int, int, int]] = []
         if summaries is not None:
             in_band, out_of_band, model_ms = summaries.take()
             elapsed -= model_ms
         elif model is not None:
             out_of_band = [
-                (prompts.count([{"role": "user", "content": prompt}]), _answer(prompts, summary))
+                (
+                    prompts.count([{"role": "user", "content": prompt}]),
+                    _answer(prompts, summary),
+                    0,
+                )
                 for prompt, summary in model.calls
             ]
             model.calls.clear()
@@ -374,8 +378,8 @@ def run(
                     folded=folded,
                 )
                 current = current.follow_up
-            for input_tokens, output_tokens in out_of_band:
-                meter.add_summary(input_tokens, output_tokens)
+            for input_tokens, output_tokens, cached in out_of_band:
+                meter.add_summary(input_tokens, output_tokens, cached=cached)
         else:
             meter.totals.times_ms.append(elapsed)
             meter.totals.lengths.append(length)

@@ -8,9 +8,13 @@ setting is swept alone, the others at their defaults:
 - the verbatim tail a fold keeps by default, as a share of the room (what the limit leaves
   beside the system prompt, tools and messages 0-1; at most 8,000 tokens): the session's
   ``_KEEP_SHARE``;
-- the continuation's budget, as a share of the room (the session's ``_BUDGET_SHARE``).
+- the continuation's budget, as a share of the room (the session's ``_BUDGET_SHARE``);
+- how much a new summary must add to be asked for: the turns it would be the first to
+  summarize, as a multiple of the last summary's size (``SUMMARY_WORTH`` of the summarize step;
+  0 asks at every fold).
 
-The two shares are module constants, set for the replay only: they are not arguments.
+The shares and the multiple are module constants, set for the replay only: they are not
+arguments.
 
 A candidate is *admissible* on a set of traces when, on every one of their settings (each
 window), the in-band session sends nothing over the window, refuses nothing the default
@@ -36,19 +40,28 @@ from _compaction_traces import SettingFigures
 from _runner import CLINE_CONDENSE, WINDOWKEEPER, WK_INBAND, Case, Run, WindowChoice, run
 from _tables import table
 from windowkeeper.session import _compaction
+from windowkeeper.session.steps import _summarize
 
 __all__ = ["SWEEPS", "Tuning", "format_tuning", "tune"]
 
 DEFAULT_AT = 0.85
 DEFAULT_KEEP = _compaction._KEEP_SHARE
 DEFAULT_BUDGET = _compaction._BUDGET_SHARE
+DEFAULT_WORTH = _summarize.SUMMARY_WORTH
 SWEEPS: dict[str, tuple[float, ...]] = {
     "in_band_at": (0.75, 0.8, 0.85, 0.9, 0.95),
-    "verbatim tail share of the room": (0.1, 0.15, 0.25, 0.35),
+    "verbatim tail share of the room": (0.0, 0.05, 0.1, 0.15, 0.25, 0.35),
     "continuation budget share of the room": (0.1, 0.15, 0.25, 0.35),
+    "new summary worth (last summary's sizes)": (0.0, 1.0, 2.0, 4.0, 8.0),
 }
 KEEP, BUDGET = "verbatim tail share of the room", "continuation budget share of the room"
-DEFAULTS = {"in_band_at": DEFAULT_AT, KEEP: DEFAULT_KEEP, BUDGET: DEFAULT_BUDGET}
+WORTH = "new summary worth (last summary's sizes)"
+DEFAULTS = {
+    "in_band_at": DEFAULT_AT,
+    KEEP: DEFAULT_KEEP,
+    BUDGET: DEFAULT_BUDGET,
+    WORTH: DEFAULT_WORTH,
+}
 Runs = dict[tuple[str, int, str], Run]
 
 
@@ -56,14 +69,16 @@ IN_BAND_NOTE = "Why the library keeps 0.85: the cost objective rewards asking le
 
 
 @contextlib.contextmanager
-def _shares(keep: float, budget: float) -> Iterator[None]:
-    """The tail and continuation shares of the room for the replays inside (restored after)."""
-    saved = _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE
+def _shares(keep: float, budget: float, worth: float) -> Iterator[None]:
+    """The tail and continuation shares of the room, and the worth of a new summary, for the
+    replays inside (restored after)."""
+    saved = _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE, _summarize.SUMMARY_WORTH
     _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE = keep, budget
+    _summarize.SUMMARY_WORTH = worth
     try:
         yield
     finally:
-        _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE = saved
+        _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE, _summarize.SUMMARY_WORTH = saved
 
 
 def _replay(case: Case, choice: WindowChoice, setting: str, value: float) -> Run:
@@ -71,7 +86,8 @@ def _replay(case: Case, choice: WindowChoice, setting: str, value: float) -> Run
     if setting == "in_band_at":
         settings["in_band_at"] = value
     keep = value if setting == KEEP else DEFAULT_KEEP
-    with _shares(keep, value if setting == BUDGET else DEFAULT_BUDGET):
+    budget = value if setting == BUDGET else DEFAULT_BUDGET
+    with _shares(keep, budget, value if setting == WORTH else DEFAULT_WORTH):
         return run(case, choice, WK_INBAND, settings=settings, strict=False)
 
 
@@ -172,6 +188,14 @@ def format_tuning(tuning: Tuning) -> list[str]:
         " fewest failed settings first. The default moves to the value most folds pick only"
         " when, held out, the choices beat the default's median. The demo conversation takes"
         " no part.",
+        "",
+        "The settings: `in_band_at`, the share of the limit past which the in-band session"
+        " asks; the verbatim tail a fold keeps beyond the newest turn (which it always keeps"
+        " whole), as a share of the room (what the limit leaves beside the system prompt,"
+        " tools and messages 0-1); the continuation's budget, as a share of the room; and the"
+        " worth of a new summary: once there is one, a fold asks for a new summary only when"
+        " the turns it would add hold this many times the last summary's size, else it keeps"
+        " the last summary with a fresh ledger (0: a new summary at every fold).",
         "",
     ]
     for setting, values in SWEEPS.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -141,6 +142,90 @@ class TestAnthropic:
                 anthropic_summarizer(client, "claude-haiku-4-5")(request_for(folded_turns())) == ""
             )
         api.assert_no_rejections()
+
+
+TOOLS = (
+    {
+        "name": "read_file",
+        "description": "Read a file.",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+    },
+)
+PREVIOUS = (
+    U("Add pagination."),
+    A([{"type": "tool_use", "id": "r1", "name": "read_file", "input": {"path": "api.py"}}]),
+    U([TR("r1", "def api(): ...")]),
+)
+
+
+def shared_request() -> SummaryRequest:
+    """A request that carries the conversation's previous request, system prompt and tools."""
+    return SummaryRequest(
+        messages=PREVIOUS[1:],
+        previous_summary=None,
+        instruction=summary_instruction(None),
+        ledger=build_ledger(list(PREVIOUS)),
+        prefix=PREVIOUS,
+        system="You are a coding agent.",
+        tools=TOOLS,
+    )
+
+
+class TestSharedPrefix:
+    """Given the previous request, the call is that request plus the instruction, with the
+    conversation's system prompt and tools: what the provider has cached for the conversation."""
+
+    def test_anthropic(self, make_anthropic_double: MakeAnthropic) -> None:
+        script = Recorder()
+        api = make_anthropic_double(window=200_000, script=script)
+        request = shared_request()
+        with api.client() as client:
+            summarize = anthropic_summarizer(client, "claude-sonnet-4-5", system="Be brief.")
+            assert summarize(request) == SUMMARY
+        api.assert_no_rejections()
+        (body,) = script.bodies
+        assert body["system"] == "You are a coding agent."  # the conversation's, not its own
+        assert body["tools"] == list(TOOLS)
+        assert body["messages"][:2] == [PREVIOUS[0], PREVIOUS[1]]
+        assert body["messages"][2]["content"] == [
+            TR("r1", "def api(): ..."),
+            T(request.instruction),
+        ]
+
+    def test_openai(self, make_openai_double: MakeOpenAI) -> None:
+        script = Recorder()
+        api = make_openai_double(window=200_000, script=script)
+        openai_tools = (
+            {
+                "type": "function",
+                "function": {"name": "read_file", "parameters": {"type": "object"}},
+            },
+        )
+        request = replace(shared_request(), tools=openai_tools)
+        with api.client() as client:
+            assert openai_summarizer(client, "gpt-4.1")(request) == SUMMARY
+        api.assert_no_rejections()
+        (body,) = script.bodies
+        assert body["messages"][0] == {"role": "system", "content": "You are a coding agent."}
+        assert body["tools"] == list(openai_tools)
+        assert body["messages"][2]["tool_calls"][0]["id"] == "r1"
+        assert last_text(body["messages"][-1]) == request.instruction
+
+    def test_the_text_form_when_asked(self, make_anthropic_double: MakeAnthropic) -> None:
+        """``shared_prefix=False`` (a model that shares no cache): the folded messages as text,
+        the summarizer's own system prompt, no tools."""
+        script = Recorder()
+        api = make_anthropic_double(window=200_000, script=script)
+        with api.client() as client:
+            summarize = anthropic_summarizer(
+                client, "claude-haiku-4-5", system="Be brief.", shared_prefix=False
+            )
+            assert summarize(shared_request()) == SUMMARY
+        (body,) = script.bodies
+        assert body["system"] == "Be brief."
+        assert "tools" not in body
+        kinds = {block["type"] for message in body["messages"] for block in message["content"]}
+        assert kinds == {"text"}
 
 
 class TestOpenAI:

@@ -350,9 +350,9 @@ class TestSummarizerContract:
 class TestArguments:
     @pytest.mark.parametrize("task_chars", [30, 24_000])
     def test_the_tail_and_the_budget_are_shares_of_the_room(self, task_chars: int) -> None:
-        """A quarter of what the limit leaves beside messages 0-1 (and the prompt): a task that
-        takes most of the limit leaves a short tail and a short continuation, not a quarter of
-        the limit each."""
+        """The continuation's budget is 15 % of what the limit leaves beside messages 0-1 (and
+        the prompt): a task that takes most of the limit leaves a short continuation, not 15 %
+        of the limit. The verbatim tail beyond the newest turn is none by default."""
         session = _session(20_000, summarize=True)
         session.append({"role": "user", "content": "<task>" + "p" * task_chars + "</task>"})
         session.extend(_call(0, 100))
@@ -362,8 +362,8 @@ class TestArguments:
         head = true_tokens(list(session.history[:2]))
         room = session.window.max_allowed_size - head
         assert head < 40 if task_chars == 30 else head > 5_000
-        assert compaction.step.keep == int(room / 4)
-        assert compaction.step.budget_chars == int(room / 4 * 3)
+        assert compaction.step.keep == 0
+        assert compaction.step.budget_chars == int(room * 0.15 * 3)
 
     @pytest.mark.parametrize(
         ("options", "message"),

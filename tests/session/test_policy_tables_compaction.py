@@ -92,6 +92,29 @@ class TestInBandFold:
         assert "t6" in tool_ids(declined.messages)
 
 
+class TestNoAskAfterARefold:
+    """A refold (a pre-flight fold that keeps the last summary) is a new continuation too: the
+    request right after it does not ask for a summary, however near the limit it is."""
+
+    def test_the_request_after_a_refold_does_not_ask(self) -> None:
+        keeper = session(summarize="in-band", keep_recent_tokens=100, mask_keep_recent=None)
+        keeper.append(TASK)
+        for number in range(6):
+            keeper.extend(turn(number, 5_000))
+        assert keeper.prepare().summary_requested
+        keeper.append({"role": "assistant", "content": SUMMARY})
+        assert actions(keeper.prepare())[0][0] == "summarize-in-band"
+        keeper.extend(turn(6, 27_000))  # over the limit right after the fold: a refold
+        refolded = keeper.prepare()
+        assert actions(refolded) == [("refold", (11, 12, 13), (2, 13))]
+        keeper.extend(turn(7, 2_000))
+        after = keeper.prepare()
+        assert after.estimated_tokens == 7_494  # past in_band_at (6,800), under the limit
+        assert not after.summary_requested
+        assert actions(after) == []
+        assert tool_ids(after.messages) == ["t0", "t6", "t7"]
+
+
 FOUR_K = [TASK, *turn(0, 4_000), *turn(1, 4_000), *turn(2, 4_000)]
 
 
@@ -222,3 +245,140 @@ class TestDefaultKeep:
         prepared = keeper.prepare()
         assert [(a.step, a.deleted_range) for a in prepared.actions] == [("summarize", (2, 10))]
         assert tool_ids(prepared.messages) == ["t0", "t5"]
+
+
+SYSTEM = "You are a careful coding agent."
+TOOLS = [{"name": "Read", "input_schema": {"type": "object"}}]
+
+
+class _Recorder:
+    """An out-of-band summarizer keeping every request it is given."""
+
+    def __init__(self) -> None:
+        self.requests: list[SummaryRequest] = []
+
+    def __call__(self, request: SummaryRequest) -> str:
+        self.requests.append(request)
+        return SUMMARY
+
+
+class TestOutOfBandSharesThePrefix:
+    """The summarizer of an out-of-band fold is offered the request sent before (messages,
+    system prompt, tools), so that its call can be served from the conversation's cache."""
+
+    def test_the_previous_request_is_offered(self) -> None:
+        summarizer = _Recorder()
+        keeper = session(summarize=summarizer, keep_recent_tokens=1_000, mask_keep_recent=None)
+        keeper.append(TASK)
+        sent = []
+        for number in range(7):
+            keeper.extend(turn(number, 5_000))
+            sent.append(keeper.prepare(system=SYSTEM, tools=TOOLS))
+        (request,) = summarizer.requests
+        folding = next(i for i, p in enumerate(sent) if p.actions)
+        assert [a.step for a in sent[folding].actions] == ["summarize"]
+        assert request.prefix == tuple(sent[folding - 1].messages)
+        assert request.system == SYSTEM
+        assert request.tools == tuple(TOOLS)
+        assert tool_ids(request.prefix) == [f"t{n}" for n in range(folding)]
+        # every message it folds (after messages 0-1) is in the prefix, as the model saw it
+        assert tool_ids(request.messages) == tool_ids(request.prefix)[1:]
+        assert all(message in request.prefix for message in request.messages)
+
+    def test_none_is_offered_before_a_first_request(self) -> None:
+        summarizer = _Recorder()
+        keeper = session(summarize=summarizer, keep_recent_tokens=1_000, mask_keep_recent=None)
+        keeper.append(TASK)
+        for number in range(7):
+            keeper.extend(turn(number, 5_000))
+        keeper.prepare()  # the first request already over the limit: it folds at once
+        (request,) = summarizer.requests
+        assert request.prefix == ()
+        assert request.system is None
+        assert request.tools is None
+
+
+class TestDeepFold:
+    """By default a fold keeps only the newest turn verbatim: the continuation carries the state
+    of work, so the fold frees all it can (a verbatim tail beyond it is kept only when asked)."""
+
+    def _folded(self, **options: Any) -> Any:
+        keeper = session(summarize=True, mask_keep_recent=None, **options)
+        keeper.append(TASK)
+        for number in range(7):
+            keeper.extend(turn(number, 5_000))
+            prepared = keeper.prepare()
+        return prepared
+
+    def test_the_request_after_a_fold(self) -> None:
+        folded = self._folded()
+        assert actions(folded) == [("summarize", tuple(range(2, 13)), (2, 12))]
+        assert len(folded.messages) == 5  # messages 0-1, the continuation, the newest turn
+        assert folded.messages[:2] == [TASK, turn(0, 5_000)[0]]
+        placeholder, ledger = folded.messages[2]["content"]
+        assert placeholder == {"type": "tool_result", "tool_use_id": "t0", "content": FOLDED}
+        assert ledger["text"].startswith("[windowkeeper: earlier turns of this conversation were")
+        assert "Files read: m0.py, m1.py, m2.py, m3.py, m4.py, m5.py" in ledger["text"]
+        assert folded.messages[3:] == turn(6, 5_000)  # the newest turn alone, as written
+        assert folded.estimated_tokens == 1_434
+
+    def test_a_tail_is_kept_when_asked_for(self) -> None:
+        folded = self._folded(keep_recent_tokens=2_000)
+        assert actions(folded) == [("summarize", tuple(range(2, 11)), (2, 10))]
+        assert folded.messages[3:] == [*turn(5, 5_000), *turn(6, 5_000)]
+
+
+class TestSummaryWorth:
+    """Once there is a summary, a new one is asked for only when the turns it would add hold at
+    least eight times its size; fewer are folded into the ledger beside it (a refold)."""
+
+    def _run(self, summary_chars: int) -> tuple[list[list[str]], list[Any]]:
+        calls: list[list[str]] = []
+
+        def summarizer(request: SummaryRequest) -> str:
+            calls.append(tool_ids(request.messages))
+            return "SUMMARY " + "s" * (summary_chars - 8)
+
+        keeper = session(summarize=summarizer, mask_keep_recent=None)
+        keeper.append(TASK)
+        folds = []
+        for number in range(12):
+            keeper.extend(turn(number, 5_000))
+            prepared = keeper.prepare()
+            folds += actions(prepared)
+        return calls, folds
+
+    def test_too_little_new_keeps_the_last_summary(self) -> None:
+        """A 3,600-character summary (901 tokens): the second fold adds five turns of 1,250
+        tokens, less than 8 x 901, so no second summary is paid for."""
+        calls, folds = self._run(3_600)
+        assert calls == [["t1", "t2", "t3", "t4", "t5"]]
+        assert folds == [
+            ("summarize", tuple(range(2, 13)), (2, 12)),
+            ("refold", tuple(range(13, 23)), (2, 22)),
+        ]
+
+    def test_enough_new_asks_again(self) -> None:
+        """A 2,000-character summary (501 tokens): five new turns are worth a new one."""
+        calls, folds = self._run(2_000)
+        assert calls == [["t1", "t2", "t3", "t4", "t5"], ["t6", "t7", "t8", "t9", "t10"]]
+        assert [step for step, _, _ in folds] == ["summarize", "summarize"]
+
+    def test_in_band_does_not_ask_for_too_little_new(self) -> None:
+        """In-band, past ``in_band_at`` with four turns (about 5,000 tokens) since a summary of
+        901 tokens: no ask; the pre-flight folds them with the ledger when the limit comes."""
+        keeper = session(summarize="in-band", mask_keep_recent=None)
+        keeper.append(TASK)
+        asks = []
+        for number in range(11):
+            keeper.extend(turn(number, 5_000))
+            prepared = keeper.prepare()
+            asks.append((number, prepared.estimated_tokens, prepared.summary_requested))
+            if prepared.summary_requested:
+                keeper.append({"role": "assistant", "content": "SUMMARY " + "s" * 3_592})
+                assert actions(keeper.prepare())[0][0] == "summarize-in-band"
+        assert asks[5] == (5, 7_993, True)  # the first summary is always asked for
+        assert asks[9] == (9, 7_275, False)  # past 6,800, but too little new since
+        assert asks[10][2] is False
+        assert actions(prepared) == [("summarize", tuple(range(11, 22)), (2, 21))]
+        assert "SUMMARY sss" in prepared.messages[2]["content"][1]["text"]  # the last one kept

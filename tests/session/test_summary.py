@@ -17,6 +17,7 @@ from windowkeeper.session._ledger_text import TASK_ABOVE
 from windowkeeper.session._summary import (
     checked_summary,
     continuation,
+    shared_prefix_messages,
     summary_instruction,
     summary_messages,
     with_instruction,
@@ -165,6 +166,84 @@ class TestSummaryMessages:
         assert texts[2] == f"[tool result: {'x' * 20}… [30 more characters]]"
         assert texts[-1] == "sum up"
         assert not any("hmm" in text for text in texts)
+
+
+PREVIOUS = (
+    U("Add pagination."),
+    A([tool_use("a")]),
+    U([TR("a", "def api(): ...")]),
+)
+
+
+def _with_prefix(prefix: tuple[dict[str, Any], ...]) -> SummaryRequest:
+    return SummaryRequest(
+        messages=prefix[1:],
+        previous_summary=None,
+        instruction="sum up",
+        ledger=Ledger(),
+        prefix=prefix,
+        system="You are a coding agent.",
+        tools=({"name": "read_file", "input_schema": {"type": "object"}},),
+    )
+
+
+class TestSharedPrefix:
+    """The summary call that shares the conversation's cache: the previous request, unchanged,
+    the instruction at the end of its final user turn."""
+
+    def test_the_previous_request_then_the_instruction(self) -> None:
+        request = _with_prefix(PREVIOUS)
+        messages = summary_messages(request)
+        assert messages == [
+            PREVIOUS[0],
+            PREVIOUS[1],
+            U([TR("a", "def api(): ..."), T("sum up")]),
+        ]
+        assert messages[:2] == list(PREVIOUS[:2])  # shared, not copied: nothing was changed
+        assert messages[0] is PREVIOUS[0]
+        assert PREVIOUS[2] == U([TR("a", "def api(): ...")])  # the given request is unchanged
+        assert shared_prefix_messages(request) == messages
+
+    def test_the_text_form_stays_available(self) -> None:
+        """``shared_prefix=False`` gives the text-only form of the folded messages."""
+        request = _with_prefix(PREVIOUS)
+        without = replace(request, prefix=(), system=None, tools=None)
+        assert summary_messages(request, shared_prefix=False) == summary_messages(without)
+        kinds = {
+            block["type"]
+            for message in summary_messages(request, shared_prefix=False)
+            for block in message["content"]
+        }
+        assert kinds == {"text"}
+
+    @pytest.mark.parametrize(
+        ("prefix", "shared"),
+        [
+            ((), None),  # no previous request: the text form
+            ((U("Add pagination."), A([tool_use("a")])), None),  # ends with a call: no
+            (
+                (U("Add pagination."), A("Done.")),
+                [U("Add pagination."), A("Done."), U([T("sum up")])],
+            ),
+        ],
+    )
+    def test_when_the_prefix_can_be_shared(
+        self, prefix: tuple[dict[str, Any], ...], shared: list[dict[str, Any]] | None
+    ) -> None:
+        assert shared_prefix_messages(_with_prefix(prefix)) == shared
+
+
+class TestShortenedLedger:
+    def test_a_list_that_lost_every_item_loses_its_heading(self) -> None:
+        """A budget that drops every command drops "Commands run" too: a heading over nothing
+        says nothing and costs tokens on every request."""
+        ledger = Ledger(task="Fix it.", commands=("ls -F", "pytest -x"), files_edited=("a.py",))
+        whole = continuation(None, ledger)
+        assert "Commands run (oldest first):\n- `ls -F`\n- `pytest -x`" in whole
+        short = continuation(None, ledger, max_chars=len(whole) - 20)
+        assert "Commands run" not in short
+        assert "- `" not in short
+        assert short.endswith("Files edited: a.py")
 
 
 class TestContinuation:

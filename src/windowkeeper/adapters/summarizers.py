@@ -9,12 +9,18 @@
     text = summarize(request)      # a SummaryRequest from the session
     summarize.last_usage           # the summary call's own TokenUsage
 
-Each summarizer sends :func:`~windowkeeper.session._summary.summary_messages` of the request:
-the folded messages written out as text (tool calls and results included), roles alternating,
-the instruction as the final user turn; so the request is valid for any model, needs no tool
-definitions and pairs no tool blocks. The reply's text is returned, stripped. The OpenAI ones
-convert the messages with :func:`windowkeeper.formats.openai.from_anthropic` and call Chat
-Completions.
+Each summarizer sends :func:`~windowkeeper.session._summary.summary_messages` of the request.
+When the request carries the conversation's previous request (``request.prefix``), that is
+the previous request unchanged with the instruction at the end of its final user turn, sent
+with the conversation's system prompt and tools (``request.system``, ``request.tools``; the
+summarizer's own ``system`` is then not sent): given the conversation's model, the provider
+reads all of it but the instruction from its prompt cache. ``shared_prefix=False`` (for a
+model that shares no cache with the conversation, e.g. a cheaper one) and a request without a
+prefix send the other form: the folded messages written out as text (tool calls and results
+included), roles alternating, the instruction as the final user turn; valid for any model,
+needing no tool definitions and pairing no tool blocks. The reply's text is returned,
+stripped. The OpenAI ones convert the messages with
+:func:`windowkeeper.formats.openai.from_anthropic` and call Chat Completions.
 
 Failures: an error of the SDK (a refused request, a timeout, a rate limit) is raised as the SDK
 raised it, and an empty reply gives ``""``; the session treats both as "no summary" and compacts
@@ -27,12 +33,18 @@ No SDK is imported by this module: it only calls the client it is given.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..core._usage import TokenUsage
 from ..formats.openai import from_anthropic
 from ..session._sdk import usage_from_sdk
-from ..session._summary import RESULT_CHARS, SummaryRequest, summary_messages
+from ..session._summary import (
+    RESULT_CHARS,
+    SummaryRequest,
+    shared_prefix_messages,
+    summary_messages,
+)
 
 if TYPE_CHECKING:  # named in the client type arguments below, as strings
     import anthropic  # noqa: F401
@@ -61,10 +73,19 @@ class _Base(Generic[Client]):
 
     ``max_tokens`` caps the summary; ``system`` is an optional system prompt for the summary
     call (a first system message for Chat Completions); ``result_chars`` cuts each tool result
-    and input (None: whole).
+    and input (None: whole); ``shared_prefix``: whether to send the conversation's previous
+    request when the session offers it (see the module docstring).
     """
 
-    __slots__ = ("client", "last_usage", "max_tokens", "model", "result_chars", "system")
+    __slots__ = (
+        "client",
+        "last_usage",
+        "max_tokens",
+        "model",
+        "result_chars",
+        "shared_prefix",
+        "system",
+    )
 
     def __init__(
         self,
@@ -74,17 +95,33 @@ class _Base(Generic[Client]):
         max_tokens: int = DEFAULT_MAX_TOKENS,
         system: str | None = None,
         result_chars: int | None = RESULT_CHARS,
+        shared_prefix: bool = True,
     ) -> None:
         self.client = client
         self.model = model
         self.max_tokens = max_tokens
         self.system = system
         self.result_chars = result_chars
+        self.shared_prefix = shared_prefix
         self.last_usage: TokenUsage | None = None
 
-    def _messages(self, request: SummaryRequest) -> list[dict[str, Any]]:
+    def _messages(self, request: SummaryRequest) -> _Call:
+        """The call's messages, and the system prompt and tools to send with them."""
         self.last_usage = None
-        return summary_messages(request, result_chars=self.result_chars)
+        shared = shared_prefix_messages(request) if self.shared_prefix else None
+        if shared is not None:
+            return _Call(shared, request.system, request.tools)
+        messages = summary_messages(request, result_chars=self.result_chars, shared_prefix=False)
+        return _Call(messages, self.system or None, None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """What one summary call sends: its messages, system prompt and tools (None: none)."""
+
+    messages: list[dict[str, Any]]
+    system: Any
+    tools: Sequence[Any] | None
 
 
 class AnthropicSummarizer(_Base["anthropic.Anthropic"]):
@@ -140,14 +177,16 @@ class AsyncOpenAISummarizer(_Base["openai.AsyncOpenAI"]):
         return _openai_text(reply.choices)
 
 
-def _anthropic_params(summarizer: _Base[Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _anthropic_params(summarizer: _Base[Any], call: _Call) -> dict[str, Any]:
     params: dict[str, Any] = {
         "model": summarizer.model,
         "max_tokens": summarizer.max_tokens,
-        "messages": messages,
+        "messages": call.messages,
     }
-    if summarizer.system:
-        params["system"] = summarizer.system
+    if call.system:
+        params["system"] = call.system
+    if call.tools:
+        params["tools"] = list(call.tools)
     return params
 
 
@@ -157,12 +196,15 @@ def _anthropic_text(content: Sequence[Any]) -> str:
     ).strip()
 
 
-def _openai_params(summarizer: _Base[Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
+def _openai_params(summarizer: _Base[Any], call: _Call) -> dict[str, Any]:
+    params: dict[str, Any] = {
         "model": summarizer.model,
         "max_completion_tokens": summarizer.max_tokens,
-        "messages": from_anthropic(messages, system=summarizer.system or None),
+        "messages": from_anthropic(call.messages, system=call.system or None),
     }
+    if call.tools:
+        params["tools"] = list(call.tools)
+    return params
 
 
 def _openai_text(choices: Sequence[Any]) -> str:

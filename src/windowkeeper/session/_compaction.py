@@ -11,10 +11,11 @@ is in the :class:`~windowkeeper.session._state.CompactionState` it is given and 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from typing import Any, Protocol
 
-from ..core._messages import Message
+from ..core._messages import Message, SystemPrompt
 from ..core._truncation import visible_start
 from ._state import Fold, SessionState
 from ._summary import continuation, summary_instruction, with_instruction
@@ -23,12 +24,30 @@ from .steps._summarize import usable_summary
 
 __all__ = ["SUMMARY_REPLY_KINDS", "Compaction", "summary_text"]
 
+
+class _Sent(Protocol):
+    """A request as the session sent it."""
+
+    @property
+    def messages(self) -> Sequence[Message]: ...
+    @property
+    def system(self) -> SystemPrompt | None: ...
+    @property
+    def tools(self) -> Sequence[Mapping[str, Any]] | None: ...
+
+
 SUMMARY_REPLY_KINDS = frozenset({"text", "thinking", "redacted_thinking"})
 _POOR_SHARE = 0.1  # a fold that frees less than this share of the request frees little
 _POOR_FOLDS = 2  # this many such folds in a row pause asking for summaries
 _DECLINED = 2  # this many in-band asks answered otherwise in a row: no more asks until a fold
-_BUDGET_SHARE = 0.25  # of the room, the most a continuation may take (in tokens)
-_KEEP_SHARE = 0.25  # of the room, the verbatim tail a fold keeps by default (in tokens)
+_BUDGET_SHARE = (
+    0.15  # of the room, the most a continuation may take (in tokens; chosen as _KEEP_SHARE)
+)
+# Of the room, the verbatim tail a fold keeps by default (in tokens), beyond the newest turn
+# that every fold keeps whole: none. The continuation (summary and ledger) carries the state of
+# work, so a fold frees all it can and is needed as rarely as possible (bench/_tuning.py chose
+# it on part of the corpus and reported it on the rest).
+_KEEP_SHARE = 0.0
 _MIN_ROOM_SHARE = 0.1  # the room is taken as at least this share of the limit
 _MIN_BUDGET_CHARS = 1_200
 
@@ -113,6 +132,20 @@ class Compaction:
         self.step.keep = wanted if wanted is not None else min(8_000, int(room * _KEEP_SHARE))
         self.step.budget_chars = max(_MIN_BUDGET_CHARS, int(room * _BUDGET_SHARE * 3))
 
+    def offer_previous(self, last: _Sent | None) -> None:
+        """The request the session sent last (its messages, system prompt and tools; None:
+        none yet), for an out-of-band summarizer's call to share its cached prefix
+        (:attr:`~windowkeeper.session._summary.SummaryRequest.prefix`)."""
+        self.step.previous = (
+            None
+            if last is None
+            else (
+                tuple(last.messages),
+                last.system,
+                tuple(last.tools) if last.tools is not None else None,
+            )
+        )
+
     def tightened(
         self, state: SessionState, history: Sequence[Message], excess: int
     ) -> SessionState | None:
@@ -160,10 +193,15 @@ class Compaction:
         """``state`` with the folds among ``actions`` counted; a pause when they freed little.
 
         Two folds in a row that freed less than a tenth of the request pause summarizing (an
-        action says so) until :meth:`resumed`; hiding turns does the rest meanwhile.
+        action says so) until :meth:`resumed`; hiding turns does the rest meanwhile. A refold
+        (a new continuation with the last summary) counts as a fold for :meth:`may_summarize`
+        only: the request after it does not ask either.
         """
         compaction = state.compaction
         for action in actions:
+            if action.step == REFOLD:  # a new continuation too: the next request may not ask
+                compaction = replace(compaction, folded_at=state.requests)
+                continue
             if action.step != SummarizeTurns.name:
                 continue
             before, after = action.tokens_before or 0, action.tokens_after or 0
@@ -235,6 +273,9 @@ class Compaction:
                 return None
             point = found
         fold = compaction.fold
+        start = max(visible_start(state.deleted_range), 2)
+        if fold is not None and not self.step.worth_summary(view[start:point], fold.summary):
+            return None  # too little new to pay for a summary: the pre-flight refolds later
         asked = with_instruction(messages, summary_instruction(fold.text if fold else None))
         size = estimate(asked)
         if size > limit:

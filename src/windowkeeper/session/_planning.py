@@ -24,6 +24,7 @@ from ._state import SessionState
 
 if TYPE_CHECKING:
     from ._compaction import Compaction
+    from ._usage_record import LastRequest
 
 __all__ = ["Plan", "plan_request"]
 
@@ -70,9 +71,10 @@ def plan_request(
     requests: RequestBuilder,
     shrinker: Shrinker,
     compaction: Compaction | None,
+    last: LastRequest | None = None,
 ) -> Plan:
     """The request of ``state`` over ``history``, made at time ``now`` (ms; the state's clock
-    moves on to it at the commit); ``log`` notes what each stage did. Raises
+    moves on to it at the commit); ``last`` is the request sent before it, if any; ``log`` notes what each stage did. Raises
     :class:`~windowkeeper.ContextOverflowError` when nothing fits."""
     limit = window.max_allowed_size
     # feed: an in-band summary reply is folded in, the newest results clipped on arrival
@@ -82,6 +84,7 @@ def plan_request(
             lambda: requests.estimate(list(history[:2]), system, tools, reserve),
             (*map(id, history[:2]), id(system), id(tools), reserve),
         )
+        compaction.offer_previous(last)  # what the provider may hold cached
         state, adopted = compaction.adopt(state, history)
         state, resumed = compaction.resumed(state, len(history))
         log.note(adopted, resumed)

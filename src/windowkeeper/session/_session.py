@@ -107,9 +107,8 @@ class ContextSession(SessionKeeping):
     asked on the request itself once it passes ``in_band_at`` of the limit; a summarizer
     callable, sync or async, for out-of-band summaries): it is sugar for a
     :class:`~windowkeeper.session.steps.SummarizeTurns` step, which ``steps`` may hold instead;
-    ``keep_recent_tokens`` is the verbatim tail a fold keeps (default: a quarter of the room the
-    limit leaves beside the system prompt, tools and messages 0-1, at most 8,000; at most half
-    the limit); ``summarizer_timeout`` the seconds a summarizer may
+    ``keep_recent_tokens`` is the verbatim tail a fold keeps beside the newest turn, always kept
+    whole (default none; at most half the limit); ``summarizer_timeout`` the seconds a summarizer may
     take before the fold goes ahead with the ledger alone (None: no limit);
     ``task_dir`` persists everything: each call that changes the session (``append``, ``extend``,
     ``record_usage``, ``prepare``, ``rollback``) has written it when it returns, so reopening the
@@ -444,6 +443,7 @@ class ContextSession(SessionKeeping):
             requests=self._requests,
             shrinker=self._shrinker,
             compaction=self._compaction,
+            last=self._last,
         )
         # commit, then the wire (the clock moved on and the request counted in one new state)
         state = replace(plan.state, last_timestamp=now, requests=plan.state.requests + 1)

@@ -6,9 +6,16 @@ Two shapes of the same request (:class:`SummaryRequest`):
   :func:`summary_instruction` appended to its last user message (:func:`with_instruction`); the
   provider reads the whole cached prefix and the reply is the summary;
 - **out-of-band**: a :data:`Summarizer` (or :data:`AsyncSummarizer`) gets the ``messages`` to
-  fold and returns the summary, e.g. from a cheaper model. :func:`summary_messages` turns a
-  request into a small conversation any provider accepts (tool calls and results as text, roles
-  alternating, the instruction last); the ready-made summarizers of
+  fold and returns the summary. When the session has sent a request before, the request also
+  carries it (``prefix``, with its ``system`` and ``tools``), and :func:`summary_messages` is
+  that request unchanged with the instruction as a last text block of its final user turn: a
+  summarizer that sends it, with the same system prompt and tools, to the conversation's model
+  is served from the provider's prompt cache (Anthropic and OpenAI cache by prefix: tools,
+  system, then the messages in order), so the summary call pays cache reads for what the
+  conversation already paid to write. Without a prefix (or with ``shared_prefix=False``, e.g.
+  for a cheaper model that shares no cache), :func:`summary_messages` is a small conversation
+  any provider accepts (the folded messages, tool calls and results as text, roles
+  alternating, the instruction last). The ready-made summarizers of
   :mod:`windowkeeper.adapters.summarizers` send it.
 
 Once turns are folded, :func:`continuation` is the text placed right after messages 0-1: the
@@ -21,13 +28,13 @@ windowkeeper's own; only the sections follow the original. Nothing here modifies
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .._errors import MalformedMessageError
 from ..core._condense import SUMMARY_SECTIONS
-from ..core._messages import Message
+from ..core._messages import Message, SystemPrompt
 from ._clipping import clip_text
 from ._ledger import LEDGER_HEADING, Ledger, clip, missing_must_keep, render_ledger
 
@@ -38,6 +45,7 @@ __all__ = [
     "SummaryRequest",
     "checked_summary",
     "continuation",
+    "shared_prefix_messages",
     "shortest_continuation",
     "summary_instruction",
     "summary_messages",
@@ -102,6 +110,13 @@ class SummaryRequest:
     (:func:`summary_instruction`); ``ledger``: the state of work of the history up to the end
     of ``messages``; ``body``: the cache-aligned alternative, the request as it would be sent
     with the instruction appended to its last user message.
+
+    ``prefix``, ``system`` and ``tools``: the request the session sent before this one, as it
+    built it (messages in the Anthropic shape, before any wire conversion), with the system
+    prompt and tools it was prepared with; empty when there is none (the first request of a
+    session, after a rollback or a reload). It holds every folded message, as the model last
+    saw it. :func:`summary_messages` sends it with the instruction appended, so the summary call
+    shares the conversation's cached prefix.
     """
 
     messages: tuple[Message, ...]
@@ -109,6 +124,9 @@ class SummaryRequest:
     instruction: str
     ledger: Ledger
     body: tuple[Message, ...] = ()
+    prefix: tuple[Message, ...] = ()
+    system: SystemPrompt | None = None
+    tools: tuple[Mapping[str, Any], ...] | None = None
 
 
 Summarizer = Callable[[SummaryRequest], str]
@@ -219,10 +237,36 @@ def _cut(text: str, limit: int | None) -> str:
     return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
 
 
+def shared_prefix_messages(request: SummaryRequest) -> list[Message] | None:
+    """``request.prefix`` with the instruction as a last text block of its final user turn
+    (:func:`with_instruction`), or None when the request has no prefix or it ends with tool
+    calls (their results would have to come first).
+
+    Everything before the instruction is the request the conversation sent last, unchanged:
+    sent with ``request.system`` and ``request.tools`` to the same model, it is read from the
+    provider's prompt cache.
+    """
+    if not request.prefix:
+        return None
+    try:
+        return with_instruction(request.prefix, request.instruction)
+    except MalformedMessageError:
+        return None
+
+
 def summary_messages(
-    request: SummaryRequest, *, result_chars: int | None = RESULT_CHARS
+    request: SummaryRequest,
+    *,
+    result_chars: int | None = RESULT_CHARS,
+    shared_prefix: bool = True,
 ) -> list[Message]:
-    """The messages of an out-of-band summary call for ``request``: text only, valid anywhere.
+    """The messages of an out-of-band summary call for ``request``.
+
+    With ``shared_prefix`` (the default) and a request that carries the previous request
+    (``prefix``), :func:`shared_prefix_messages`: that request unchanged plus the instruction,
+    to be sent with ``request.system`` and ``request.tools`` so the provider's cache serves it.
+    Otherwise (no prefix, one ending with tool calls, or ``shared_prefix=False``) the text-only
+    form, valid anywhere and needing no tool definitions:
 
     A first user message introduces the conversation (and carries the previous summary, if
     any); the folded messages follow with tool calls and results written out as text (each cut
@@ -230,6 +274,10 @@ def summary_messages(
     one role joined; the instruction ends the last user message. Roles alternate, the first is
     a user message, no content is empty, and no tool block is left to pair.
     """
+    if shared_prefix:
+        shared = shared_prefix_messages(request)
+        if shared is not None:
+            return shared
     preface = _PREFACE
     if request.previous_summary:
         preface += (
@@ -364,7 +412,28 @@ def _shortened_ledger(text: str, max_chars: int) -> str:
             for gone in range(position, end):
                 size -= len(lines[gone] or "") + 1
                 lines[gone] = None
-    return "\n".join(line for line in lines if line is not None)
+    kept = [line for line in lines if line is not None]
+    return "\n".join(
+        line
+        for position, line in enumerate(kept)
+        if not (line.startswith(_LIST_HEADINGS) and not _has_items(kept, position + 1))
+    )
+
+
+# The headings of the ledger's lists: one left with no item under it says nothing, and goes.
+_LIST_HEADINGS = (
+    "User instructions after the task",
+    "Commands run (",
+    "Tool calls still waiting",
+    "(",
+)
+
+
+def _has_items(lines: Sequence[str], position: int) -> bool:
+    """Whether list items (``- ...``) follow at ``position``, past any ``(...)`` note."""
+    while position < len(lines) and lines[position].startswith("("):
+        position += 1
+    return position < len(lines) and lines[position].startswith("- ")
 
 
 def summary_of(text: str) -> str | None:

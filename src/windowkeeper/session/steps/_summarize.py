@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..._errors import ConfigurationError
 from ...core._incremental import Seen
-from ...core._messages import Message
+from ...core._messages import Message, SystemPrompt
 from ...core._truncation import Keep, next_range, visible_start
 from ...core._usage import TokenUsage
 from .._ledger import Ledger, LedgerBuilder
@@ -42,7 +43,12 @@ __all__ = [
     "usable_summary",
 ]
 
+_Previous = tuple[tuple[Message, ...], SystemPrompt | None, tuple[Mapping[str, Any], ...] | None]
 REFOLD = "refold"  # the step of a fold that asked for no new summary
+SUMMARY_WORTH = 8.0
+"""A new summary is asked for only when the turns it adds hold this many times the last
+summary's size (see :meth:`SummarizeTurns.worth_summary`; chosen by ``bench/_tuning.py`` on part
+of the corpus and reported on the rest)."""
 
 
 def is_async_summarizer(summarizer: object) -> bool:
@@ -211,7 +217,11 @@ class SummarizeTurns:
                 f"timeout must be a positive number of seconds, got {timeout!r}"
             )
         self.timeout = timeout  # seconds a summarizer may take before the ledger stands in
+        self.summary_worth = SUMMARY_WORTH  # see worth_summary
         self.failure: str | None = None  # why the last fold had no new summary, if it had none
+        # the request sent before the one being prepared (messages, system, tools), offered to
+        # the summarizer so that its call can share the conversation's cached prefix
+        self.previous: _Previous | None = None
 
     def apply(self, draft: Draft) -> Action | None:
         if draft.folded_now:
@@ -225,9 +235,10 @@ class SummarizeTurns:
         folded = tuple(view[max(start, 2) : point])
         ledger = self.ledgers.ledger(draft.history, point)
         hidden = tuple(range(max(start, 2), point))
-        if not draft.may_fold:
-            # No new summary now (right after a fold, or while summarizing is paused): the
-            # last summary stays, with a ledger that covers the turns folded now.
+        if not draft.may_fold or not self.worth_summary(folded, draft.previous_summary):
+            # No new summary now (right after a fold, while summarizing is paused, or when the
+            # turns not yet summarized are too few to pay for one): the last summary stays,
+            # with a ledger that covers the turns folded now.
             kept = draft.previous_summary
             draft.fold((2, point - 1), self._fitted(kept, ledger, excess), kept)
             return Action(REFOLD, messages=hidden, deleted_range=(2, point - 1))
@@ -243,6 +254,20 @@ class SummarizeTurns:
             usage=usage if isinstance(usage, TokenUsage) else None,
             reason=self.failure,
         )
+
+    def worth_summary(self, folded: Sequence[Message], previous: str | None) -> bool:
+        """Whether a new summary is worth its price for ``folded``, the turns it would be the
+        first to summarize (every earlier turn is in ``previous``, the last summary).
+
+        A summary is output, the dearest tokens of a request, and a new one is about as long as
+        the last. So with a last summary, a new one is asked for only when the turns it adds
+        hold at least :attr:`summary_worth` times the last summary's size; fewer go into the
+        ledger alone beside the last summary (a refold). The first summary is always asked.
+        """
+        if previous is None or self.summary_worth <= 0:
+            return True
+        added = sum(_size(message) for message in folded)
+        return added >= self.summary_worth * (len(previous) // 4 + 1)
 
     def _fitted(self, summary: str | None, ledger: Ledger, excess: int) -> str:
         """The continuation, a ledger-only one shortened by ``excess`` tokens (at three
@@ -309,11 +334,15 @@ class SummarizeTurns:
         """The summarizer's answer for ``folded``, or None (no summarizer, a failure, no text)."""
         if self.summarizer is None:
             return None
+        prefix, system, tools = self.previous if self.previous is not None else ((), None, None)
         request = SummaryRequest(
             messages=folded,
             previous_summary=previous,
             instruction=summary_instruction(previous),
             ledger=ledger,
+            prefix=prefix,
+            system=system,
+            tools=tools,
         )
         if self.is_async:
             ready, self.ready = self.ready, None
