@@ -1,0 +1,198 @@
+"""What a session refuses or accepts at its edges, pinned row by row through the public API.
+
+A system prompt given to ``prepare``, a checkpoint of an empty session, a state a store of
+windowkeeper 0.1 left behind, and the default counter's saved calibration: each row is one
+input and the exact answer (the value kept, or the error and its wording).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from windowkeeper import (
+    CalibratedEstimator,
+    ConfigurationError,
+    ContextSession,
+    MalformedMessageError,
+    UnreadableFileError,
+)
+from windowkeeper.storage import Snapshot
+
+from .policy_tables import TASK, Held, session, state_v1
+
+
+class TestSystemPrompt:
+    @pytest.mark.parametrize(
+        ("system", "where", "message"),
+        [
+            (b"", "system", "expected a string or a list of text blocks, got bytes"),
+            (b"be brief", "system", "expected a string or a list of text blocks, got bytes"),
+            (("be brief",), "system[0]", "expected a text block"),
+            ([{"type": "text", "text": 3}], "system[0].text", "expected a string"),
+        ],
+    )
+    def test_a_system_prompt_that_is_not_text_blocks_is_refused(
+        self, system: Any, where: str, message: str
+    ) -> None:
+        keeper = session()
+        keeper.append(TASK)
+        with pytest.raises(MalformedMessageError) as raised:
+            keeper.prepare(system=system)
+        assert str(raised.value) == f"{where}: {message}"
+
+    def test_a_tuple_of_text_blocks_is_counted_like_the_list(self) -> None:
+        keeper = session()
+        keeper.append(TASK)
+        blocks = [{"type": "text", "text": "Be brief." * 40}]
+        listed = keeper.prepare(system=blocks).estimated_tokens
+        assert keeper.prepare(system=tuple(blocks)).estimated_tokens == listed == 5 + 94
+
+
+class TestCheckpointOfAnEmptySession:
+    def test_rolling_back_to_before_the_task_empties_the_history(self) -> None:
+        keeper = session()
+        empty = keeper.checkpoint()
+        assert empty.history_length == 0
+        keeper.append(TASK)
+        keeper.append({"role": "assistant", "content": "On it."})
+        keeper.rollback(empty)
+        assert keeper.history == []
+        assert keeper.state.requests == 0
+        keeper.append(TASK)  # the session goes on from nothing
+        assert keeper.prepare().messages == [TASK]
+
+    @pytest.mark.parametrize("length", [-1, True, "0", 1.0])
+    def test_a_checkpoint_whose_length_is_not_a_count_is_refused(self, length: Any) -> None:
+        keeper = session()
+        keeper.append(TASK)
+        forged = replace(keeper.checkpoint(), history_length=length)
+        with pytest.raises(ConfigurationError) as raised:
+            keeper.rollback(forged)
+        assert str(raised.value) == (
+            f"checkpoint.history_length must be an integer >= 0, got {length!r}"
+        )
+        assert keeper.history == [TASK]
+
+
+_HISTORY = [
+    {"role": "user", "content": f"m{i}"}
+    if i % 2 == 0
+    else {"role": "assistant", "content": f"a{i}"}
+    for i in range(13)
+]
+
+
+def _reopened(**compaction: Any) -> ContextSession:
+    """A session reopened on the 13 messages above and a state of windowkeeper 0.1."""
+    snapshot = Snapshot(version=4, history=_HISTORY, store_json="[]", state=state_v1(**compaction))
+    return ContextSession(10_000, store=Held(snapshot))
+
+
+_FOLDED = "folded must be null or a range end inside deleted_range and a text"
+_PENDING = "pending must be null or two integers"
+
+
+class TestStateOfWindowkeeper01:
+    @pytest.mark.parametrize(
+        ("compaction", "reason"),
+        [
+            ({"folded": [7, 5]}, _FOLDED),  # the text is a number
+            ({"folded": [7]}, _FOLDED),
+            ({"folded": "x"}, _FOLDED),
+            ({"folded": [7, "text", "more"]}, _FOLDED),
+            ({"folded": [8, "text"]}, _FOLDED),  # past the hidden range's end
+            ({"pending": [1]}, _PENDING),
+            ({"pending": "ab"}, _PENDING),
+            ({"pending": [1, 2, 3]}, _PENDING),
+        ],
+    )
+    def test_a_malformed_fold_or_ask_is_refused_naming_it(
+        self, compaction: dict[str, Any], reason: str
+    ) -> None:
+        with pytest.raises(UnreadableFileError) as raised:
+            _reopened(**compaction)
+        assert str(raised.value) == f"held (session state): unreadable session state: {reason}"
+
+    def test_a_pending_ask_and_a_fold_are_read(self) -> None:
+        keeper = _reopened(folded=[7, "the continuation"], pending=[3, 4], folds=2)
+        compaction = keeper.state.compaction
+        assert compaction.pending == (3, 4)
+        assert compaction.folds == 2
+        assert compaction.fold is not None
+        assert (compaction.fold.end, compaction.fold.text) == (7, "the continuation")
+
+
+A = {"role": "user", "content": "a" * 4_000}
+B = {"role": "assistant", "content": "b" * 40}
+C = {"role": "user", "content": "c" * 2_000}
+C2 = {"role": "user", "content": "c" * 2_016}
+
+
+class TestCalibration:
+    """What one observation that extends the last teaches the default counter's ratio.
+
+    B and C2 add 2,080 bytes of text (their characters and the JSON of two messages): the
+    counter learns only from 0.5 to 20 bytes a token, both ends included.
+    """
+
+    @pytest.mark.parametrize(
+        ("added_tokens", "chars_per_token"),
+        [
+            (600, 3.2333333333333334),
+            (104, 3.360277136258661),  # exactly 20 bytes a token: still learnt
+            (103, 3.0),  # sparser than any text: the report is ignored
+            (4_160, 0.8151260504201681),  # exactly 0.5 bytes a token: still learnt
+            (4_161, 3.0),  # denser than any text
+        ],
+    )
+    def test_only_a_plausible_ratio_is_learnt(
+        self, added_tokens: int, chars_per_token: float
+    ) -> None:
+        counter = CalibratedEstimator()
+        counter.observe([A], reported_input_tokens=1_000)
+        counter.observe([A, B, C2], reported_input_tokens=1_000 + added_tokens)
+        assert counter.chars_per_token == chars_per_token
+
+    def _saved(self) -> dict[str, Any]:
+        counter = CalibratedEstimator()
+        counter.observe([A], reported_input_tokens=1_000)
+        counter.observe([A, B, C], reported_input_tokens=1_600)
+        return counter.state_value()
+
+    def test_a_saved_calibration_loads_with_its_errors(self) -> None:
+        saved = self._saved()
+        assert len(saved["errors"]) == 1
+        assert len(saved["errors"][0]) == 2
+        restored = CalibratedEstimator()
+        restored.load_state(saved)
+        assert (restored.chars_per_token, restored.margin) == (3.22, 0.1)
+        assert restored.state_value() == saved
+
+    @pytest.mark.parametrize(
+        ("part", "value"),
+        [
+            ("ratio", math.nan),
+            ("ratio", math.inf),
+            ("ratio", True),
+            ("ratio", "1.5"),
+            ("margin", math.nan),
+            ("margin", False),
+            ("margin", "0.1"),
+            ("errors", [math.nan, 1.0]),
+            ("errors", ["0.1", 1.0]),
+        ],
+    )
+    def test_a_number_that_is_not_a_finite_number_is_refused(self, part: str, value: Any) -> None:
+        saved = self._saved()
+        if part == "ratio":
+            saved["ratio"] = [value, *saved["ratio"][1:]]
+        elif part == "margin":
+            saved["margin"] = value
+        else:
+            saved["errors"] = [value]
+        with pytest.raises(ValueError, match=f"^calibration.{part}"):
+            CalibratedEstimator().load_state(saved)

@@ -1,0 +1,104 @@
+"""The ledger a fold hands the summarizer, pinned field by field for small histories.
+
+Each history is the task, a few turns of interest, then seven reads of 5,000 characters; the
+session (window 10,000, 1,000 tokens kept verbatim) folds everything but the newest read, so
+the turns of interest are always in what it folds. A row is those turns and the exact field of
+:class:`~windowkeeper.Ledger` the summarizer gets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from windowkeeper import ContextSession, Ledger, SummaryRequest
+
+from .policy_tables import TASK, call, result, session, turn
+
+
+def _folded(history: list[dict[str, Any]], **options: Any) -> tuple[Ledger, ContextSession]:
+    asked: list[SummaryRequest] = []
+
+    def summarizer(request: SummaryRequest) -> str:
+        asked.append(request)
+        return "SUMMARY: the parser is half done."
+
+    keeper = session(
+        summarize=summarizer, keep_recent_tokens=1_000, mask_keep_recent=None, **options
+    )
+    keeper.extend([TASK, *history])
+    for number in range(7):
+        keeper.extend(turn(number, 5_000))
+    keeper.prepare()
+    [request] = asked
+    return request.ledger, keeper
+
+
+def _tool(name: str, **arguments: Any) -> list[dict[str, Any]]:
+    """One call of ``name`` (id t40) and its result, "ok"."""
+    return [call(40, name, **arguments), result(40, "ok")]
+
+
+class TestTodos:
+    @pytest.mark.parametrize(
+        ("history", "todos"),
+        [
+            (
+                _tool(
+                    "TodoWrite",
+                    todos=[
+                        {"content": "Parse", "status": "completed"},
+                        {"content": "Test  it", "status": "in_progress"},  # spaces joined
+                        {"content": "Ship", "status": "pending"},
+                    ],
+                ),
+                "- [x] Parse\n- [-] Test it\n- [ ] Ship",
+            ),
+            (_tool("TodoWrite", todos=["  a ", 3]), "- a\n- 3"),  # bare items, stripped
+            (
+                # no text key: the item as JSON, its own characters kept; an unknown status shown
+                _tool("TodoWrite", todos=[{"id": "é", "status": "weird"}]),
+                '- [weird] {"id": "é", "status": "weird"}',
+            ),
+            (_tool("update_plan", plan=[{"step": "Port", "status": "done"}]), "- [x] Port"),
+            (_tool("TodoWrite", todos=[]), "(empty list)"),
+            (_tool("Read", file_path="x.py", task_progress="  - [ ] port  "), "- [ ] port"),
+        ],
+    )
+    def test_the_latest_list_is_rendered_one_item_a_line(
+        self, history: list[dict[str, Any]], todos: str
+    ) -> None:
+        ledger, _ = _folded(history)
+        assert ledger.todos == todos
+
+    @pytest.mark.parametrize(
+        ("length", "kept"),
+        [
+            (3_999, "- [ ] " + "t" * 3_993),
+            (4_000, "- [ ] " + "t" * 3_994),  # the limit: kept whole
+            (4_001, "- [ ] " + "t" * 3_993 + "…"),  # one more: cut to 4,000 with the ellipsis
+        ],
+    )
+    def test_a_list_is_kept_up_to_four_thousand_characters(self, length: int, kept: str) -> None:
+        progress = "- [ ] " + "t" * (length - 6)
+        ledger, _ = _folded(_tool("Read", file_path="x.py", task_progress=progress))
+        assert ledger.todos == kept
+
+
+class TestFoldCount:
+    def test_a_fold_with_the_summarizer_counts_one(self) -> None:
+        _, keeper = _folded([])
+        assert keeper.state.compaction.folds == 1
+
+    def test_an_in_band_fold_counts_one(self) -> None:
+        keeper = session(summarize="in-band", keep_recent_tokens=1_000, mask_keep_recent=None)
+        keeper.append(TASK)
+        for number in range(6):
+            keeper.extend(turn(number, 5_000))
+        assert keeper.prepare().summary_requested
+        assert keeper.state.compaction.folds == 0
+        keeper.append({"role": "assistant", "content": "SUMMARY: m5.py is next."})
+        keeper.prepare()
+        compaction = keeper.state.compaction
+        assert (compaction.folds, compaction.declined, compaction.pending) == (1, 0, None)
