@@ -17,8 +17,12 @@ from windowkeeper import (
     CalibratedEstimator,
     ConfigurationError,
     ContextSession,
+    DistrustedUsageWarning,
+    InvalidUsageError,
     MalformedMessageError,
+    TokenUsage,
     UnreadableFileError,
+    usage_from_sdk,
 )
 from windowkeeper.storage import Snapshot
 
@@ -196,3 +200,36 @@ class TestCalibration:
             saved["errors"] = [value]
         with pytest.raises(ValueError, match=f"^calibration.{part}"):
             CalibratedEstimator().load_state(saved)
+
+
+class TestUsageOfNoKnownShape:
+    @pytest.mark.parametrize(
+        ("usage", "fields"),
+        [
+            ({"tokens": 5}, "['tokens']"),
+            # ten fields: the first eight, sorted, are named
+            (dict.fromkeys("jihgfedcba", 1), "['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']"),
+            (dict.fromkeys("hgfedcba", 1), "['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h']"),
+        ],
+    )
+    def test_the_error_names_its_first_eight_fields(self, usage: Any, fields: str) -> None:
+        with pytest.raises(InvalidUsageError) as raised:
+            usage_from_sdk(usage)
+        assert str(raised.value) == (
+            "usage has neither Anthropic (input_tokens, output_tokens) nor OpenAI"
+            f" (prompt_tokens, completion_tokens) fields: {fields}"
+        )
+
+
+def test_the_distrusted_usage_warning_points_at_the_callers_line() -> None:
+    """The warning is the caller's to act on: it names the line that called record_usage."""
+    keeper = ContextSession(16_000)
+    keeper.append({"role": "user", "content": "x" * 20_000})
+    keeper.prepare()
+
+    def report() -> None:
+        keeper.record_usage(TokenUsage(tokens_in=40, tokens_out=5))
+
+    with pytest.warns(DistrustedUsageWarning) as caught:
+        report()
+    assert (caught[0].filename, caught[0].lineno) == (__file__, report.__code__.co_firstlineno + 1)
