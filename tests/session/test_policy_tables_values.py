@@ -13,6 +13,7 @@ import importlib
 
 import pytest
 
+from windowkeeper import ContextSession
 from windowkeeper.session import Fold, SessionState
 
 
@@ -50,3 +51,29 @@ def test_nothing_can_be_attached_to_a_state() -> None:
             object.__setattr__(value, "note", "kept")
         with pytest.raises(TypeError):
             vars(value)
+
+
+def test_a_fresh_session_has_decided_nothing() -> None:
+    """Every field of a new session's state, by name: no range, no usage, no fold, no ask."""
+    state = ContextSession(10_000, clock=lambda: 5_000).state
+    assert dataclasses.asdict(state) == {
+        "deleted_range": None,
+        "generation": 0,
+        "last_timestamp": 0,
+        "usage": None,
+        "usage_timestamp": 0,
+        "usage_generation": -1,
+        "clips": (),
+        "requests": 0,
+        "compaction": {
+            "fold": None,
+            "folds": 0,
+            "poor_folds": 0,
+            "folded_at": None,
+            "paused_at": None,
+            "pending": None,
+            "excluded": (),
+            "declined": 0,
+        },
+    }
+    assert state == SessionState()
