@@ -102,3 +102,31 @@ class TestFoldCount:
         keeper.prepare()
         compaction = keeper.state.compaction
         assert (compaction.folds, compaction.declined, compaction.pending) == (1, 0, None)
+
+
+_PATCH = "*** Begin Patch\n*** Update File: it's.py\n@@\n-a\n+b\n*** End Patch"
+
+
+class TestShellCalls:
+    """Codex's ``shell`` tool: an argv; ``["apply_patch", PATCH]`` edits the patch's files."""
+
+    @pytest.mark.parametrize(
+        ("command", "edited", "commands"),
+        [
+            (["ls"], (), ("ls",)),  # one word
+            (["bash", "-lc", "make test"], (), ("make test",)),  # the script bash runs
+            # the patch is read from the argv: its path is kept as written, quote and all (read
+            # back from the shell-quoted line it came out as it'"'"'s.py, a second, bogus edit)
+            (
+                ["apply_patch", _PATCH],
+                ("it's.py",),
+                (f"apply_patch '{_PATCH}'".replace("it's", "it'\"'\"'s"),),
+            ),
+            (["cat", "*** Update File: x.py"], (), ("cat '*** Update File: x.py'",)),
+        ],
+    )
+    def test_what_a_command_edits_and_runs(
+        self, command: list[str], edited: tuple[str, ...], commands: tuple[str, ...]
+    ) -> None:
+        ledger, _ = _folded(_tool("shell", command=command))
+        assert (ledger.files_edited, ledger.commands) == (edited, commands)
