@@ -130,3 +130,28 @@ class TestShellCalls:
     ) -> None:
         ledger, _ = _folded(_tool("shell", command=command))
         assert (ledger.files_edited, ledger.commands) == (edited, commands)
+
+
+def _continuation(history: list[dict[str, Any]]) -> str:
+    """The text the fold sends after messages 0-1 (see the module docstring)."""
+    keeper = session(
+        summarize=lambda request: "SUMMARY", keep_recent_tokens=1_000, mask_keep_recent=None
+    )
+    keeper.extend([TASK, *history])
+    for number in range(7):
+        keeper.extend(turn(number, 5_000))
+    text: str = keeper.prepare().messages[2]["content"][-1]["text"]
+    return text
+
+
+def test_the_continuation_lists_the_latest_twenty_commands() -> None:
+    history: list[dict[str, Any]] = []
+    for number in range(22):
+        history += [
+            call(100 + number, "shell", command=["bash", "-lc", f"make t{number}"]),
+            result(100 + number, "ok"),
+        ]
+    shown = "".join(f"- `make t{number}`\n" for number in range(2, 22))
+    assert f"Commands run (oldest first, 2 earlier not shown):\n{shown}Last" in _continuation(
+        history
+    )
