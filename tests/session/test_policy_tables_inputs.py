@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from windowkeeper import (
     DistrustedUsageWarning,
     InvalidUsageError,
     MalformedMessageError,
+    SQLiteStore,
     TokenUsage,
     UnreadableFileError,
     usage_from_sdk,
@@ -233,3 +235,37 @@ def test_the_distrusted_usage_warning_points_at_the_callers_line() -> None:
     with pytest.warns(DistrustedUsageWarning) as caught:
         report()
     assert (caught[0].filename, caught[0].lineno) == (__file__, report.__code__.co_firstlineno + 1)
+
+
+def test_a_reopened_session_estimates_with_what_its_counter_learnt(tmp_path: Path) -> None:
+    """The default counter's calibration is stored with the state: the same request estimates
+    alike in the session that learnt it and in one reopened on its store."""
+    path = tmp_path / "sessions.db"
+    first = ContextSession(10_000, store=SQLiteStore(path, "t1"))
+    first.append(A)
+    first.prepare()
+    first.record_usage(TokenUsage(tokens_in=1_000))
+    first.extend([B, C2])
+    first.prepare()
+    first.record_usage(TokenUsage(tokens_in=1_600))
+    first.append(B)
+    assert first.prepare().estimated_tokens == 1_618
+    first.close()
+    reopened = ContextSession(10_000, store=SQLiteStore(path, "t1"))
+    assert reopened.prepare().estimated_tokens == 1_618
+    unlearnt = ContextSession(10_000)
+    unlearnt.extend(reopened.history)
+    assert unlearnt.prepare().estimated_tokens == 2_253  # from characters alone
+
+
+def test_sdk_blocks_in_a_message_dict_are_kept_as_their_dumps() -> None:
+    from anthropic.types import TextBlock
+
+    keeper = ContextSession(10_000)
+    keeper.append(TASK)
+    keeper.append({"role": "assistant", "content": [TextBlock(type="text", text="On it.")]})
+    assert keeper.history[-1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "On it."}],
+    }
+    assert keeper.prepare().messages[-1] == keeper.history[-1]

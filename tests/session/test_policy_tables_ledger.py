@@ -155,3 +155,42 @@ def test_the_continuation_lists_the_latest_twenty_commands() -> None:
     assert f"Commands run (oldest first, 2 earlier not shown):\n{shown}Last" in _continuation(
         history
     )
+
+
+@pytest.mark.parametrize(
+    ("said", "instructions"),
+    [
+        (
+            "Listing:\n```\nls\n```",
+            (),
+        ),  # a fenced command: the harness runs it, the reply is its output
+        ("Listing:\n```bash\nls\n```", ()),
+        ("Listing:```\nls\n```", ("a.py b.py",)),  # the fence does not open a line: no command
+        ("ls\n```", ("a.py b.py",)),  # a closing fence alone
+    ],
+)
+def test_the_reply_to_a_fenced_command_is_not_the_users_words(
+    said: str, instructions: tuple[str, ...]
+) -> None:
+    history = [{"role": "assistant", "content": said}, {"role": "user", "content": "a.py b.py"}]
+    ledger, _ = _folded(history)
+    assert ledger.instructions == instructions
+
+
+_HUNK = "@@ -1 +1 @@\n-a\n+b\n"
+
+
+@pytest.mark.parametrize(
+    ("patch", "edited"),
+    [
+        (f'--- "a/x y.py"\n+++ "b/x y.py"\n{_HUNK}', ("x y.py",)),  # quoted: the quotes go
+        (f"--- a/x.py\t2024-01-01\n+++ b/x.py\t2024-01-01\n{_HUNK}", ("x.py",)),  # a timestamp
+        (f'--- "\n+++ "\n{_HUNK}', ('"',)),  # a lone quote is no quoted path: kept as written
+        (f"--- /dev/null\n+++ b/new.py\n{_HUNK}", ("new.py",)),
+    ],
+)
+def test_a_unified_diff_edits_the_files_its_headers_name(
+    patch: str, edited: tuple[str, ...]
+) -> None:
+    ledger, _ = _folded(_tool("shell", command=["apply_patch", patch]))
+    assert ledger.files_edited == edited
