@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import CalibratedEstimator, Clip
+from windowkeeper import CalibratedEstimator, Clip, ContextOverflowError
 from windowkeeper.session._calibration import weighted_quantile
 
 from .policy_tables import TASK, call, result, session
@@ -94,3 +94,18 @@ def test_the_margin_quantile_is_the_first_value_reaching_its_weight(
     """The default counter pads by the size-weighted 90th percentile of its recent errors;
     no public call puts a sample's weight exactly on the quantile, so the helper is asked."""
     assert weighted_quantile(samples, 0.9) == value
+
+
+@pytest.mark.parametrize("mask_keep_recent", [0, 3, None])
+def test_a_task_alone_over_the_window_is_an_overflow(mask_keep_recent: int | None) -> None:
+    """Nothing can shrink a history of one user message (the steps, masking too, find no old
+    turn in it): the error says how small the request can get."""
+    keeper = session(2_000, mask_keep_recent=mask_keep_recent)
+    keeper.append({"role": "user", "content": "z" * 40_000})
+    with pytest.raises(ContextOverflowError) as raised:
+        keeper.prepare()
+    assert str(raised.value) == (
+        "the smallest request this session can send is about 10,006 tokens (including 0"
+        " reserved for output), over the limit of 1,600.0 for a 2,000-token window"
+    )
+    assert keeper.state.clips == ()
