@@ -83,6 +83,34 @@ class TestCheckpointOfAnEmptySession:
         )
         assert keeper.history == [TASK]
 
+    @pytest.mark.parametrize(
+        ("tokens_out", "error"),
+        [
+            (10**15 - 1, None),  # the largest count a task folder holds
+            (
+                10**15,
+                "checkpoint.state.usage.tokens_out is 1,000,000,000,000,000 tokens, more than"
+                " can be stored (at most 999,999,999,999,999)",
+            ),
+        ],
+    )
+    def test_a_checkpoint_usage_is_held_to_what_can_be_stored(
+        self, tokens_out: int, error: str | None
+    ) -> None:
+        keeper = session()
+        keeper.append(TASK)
+        keeper.prepare()
+        checkpoint = keeper.checkpoint()
+        usage = TokenUsage(tokens_in=5, tokens_out=tokens_out)
+        forged = replace(checkpoint, state=replace(checkpoint.state, usage=usage))
+        if error is None:
+            keeper.rollback(forged)
+            assert keeper.state.usage == usage
+            return
+        with pytest.raises(InvalidUsageError) as raised:
+            keeper.rollback(forged)
+        assert str(raised.value) == error
+
 
 _HISTORY = [
     {"role": "user", "content": f"m{i}"}
@@ -177,6 +205,13 @@ class TestCalibration:
         restored.load_state(saved)
         assert (restored.chars_per_token, restored.margin) == (3.22, 0.1)
         assert restored.state_value() == saved
+
+    @pytest.mark.parametrize("length", [-1, True, "3", 2.0])
+    def test_an_anchor_whose_message_count_is_not_a_count_is_refused(self, length: Any) -> None:
+        saved = self._saved()
+        saved["anchor"] = [*saved["anchor"][:7], length, saved["anchor"][8]]
+        with pytest.raises(ValueError, match=r"^calibration\.anchor: expected a message count$"):
+            CalibratedEstimator().load_state(saved)
 
     @pytest.mark.parametrize(
         ("part", "value"),
