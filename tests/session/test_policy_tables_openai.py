@@ -43,3 +43,40 @@ class TestCutBack:
         keeper.rollback(opening)
         assert keeper.history == kept
         assert keeper.prepare().messages == kept
+
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"p": 1}'}}
+
+
+def _text(text: str) -> list[dict[str, str]]:
+    return [{"type": "text", "text": text}]
+
+
+@pytest.mark.parametrize(
+    ("given", "kept"),
+    [
+        # one plain text part beside tool calls, and in a user message after tool messages: its
+        # string, the form the Anthropic shape gives back
+        (
+            [
+                {"role": "assistant", "content": _text("Reading."), "tool_calls": [CALL]},
+                {"role": "tool", "tool_call_id": "c1", "content": "x = 1"},
+                {"role": "user", "content": _text("Go on.")},
+            ],
+            [
+                {"role": "assistant", "content": "Reading.", "tool_calls": [CALL]},
+                {"role": "tool", "tool_call_id": "c1", "content": "x = 1"},
+                {"role": "user", "content": "Go on."},
+            ],
+        ),
+        (  # a user message after a user message: kept as given
+            [{"role": "assistant", "content": "On it."}, {"role": "user", "content": _text("Go.")}],
+            [{"role": "assistant", "content": "On it."}, {"role": "user", "content": _text("Go.")}],
+        ),
+    ],
+)
+def test_the_history_keeps_the_canonical_form(given: list[Any], kept: list[Any]) -> None:
+    keeper = ContextSession(10_000, format="openai")
+    keeper.extend([TASK, *given])
+    assert keeper.history == [TASK, *kept]
+    assert keeper.prepare().messages == [TASK, *kept]
