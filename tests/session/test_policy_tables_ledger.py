@@ -194,3 +194,20 @@ def test_a_unified_diff_edits_the_files_its_headers_name(
 ) -> None:
     ledger, _ = _folded(_tool("shell", command=["apply_patch", patch]))
     assert ledger.files_edited == edited
+
+
+@pytest.mark.parametrize(
+    ("command", "read"),
+    [
+        ('cat "a.py"', "a.py"),
+        ('cat "a\\".py"', 'a".py'),  # an escaped quote inside the quotes
+        ('cat "a\\\\"', "a\\"),  # an escaped backslash, then the closing quote
+        ('cat "a.py\\"', None),  # the last quote is escaped: the string never closes
+    ],
+)
+def test_a_double_quoted_operand_is_read_as_the_shell_reads_it(
+    command: str, read: str | None
+) -> None:
+    ledger, _ = _folded(_tool("Bash", command=command))
+    reads = ledger.files_read
+    assert reads == ((read,) if read else ()) + tuple(f"m{number}.py" for number in range(6))
