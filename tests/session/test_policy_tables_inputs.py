@@ -16,6 +16,7 @@ import pytest
 
 from windowkeeper import (
     CalibratedEstimator,
+    Clip,
     ConfigurationError,
     ContextSession,
     DistrustedUsageWarning,
@@ -304,3 +305,9 @@ def test_sdk_blocks_in_a_message_dict_are_kept_as_their_dumps() -> None:
         "content": [{"type": "text", "text": "On it."}],
     }
     assert keeper.prepare().messages[-1] == keeper.history[-1]
+
+
+def test_a_reopened_state_keeps_only_the_clips_of_messages_it_still_has() -> None:
+    """Thirteen messages: a clip of message 12 applies, one of message 13 or later is dropped."""
+    keeper = _reopened(clips=[[12, 0, 500], [13, 0, 400], [20, 1, 300]])
+    assert keeper.state.clips == (Clip(12, 0, 500),)
