@@ -7,6 +7,7 @@ input and the exact answer (the value kept, or the error and its wording).
 
 from __future__ import annotations
 
+import base64
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -143,6 +144,7 @@ class TestStateOfWindowkeeper01:
             ({"pending": [1]}, _PENDING),
             ({"pending": "ab"}, _PENDING),
             ({"pending": [1, 2, 3]}, _PENDING),
+            ({"deleted_range": [2, -2]}, "deleted_range[1] must be an integer >= -1, got -2"),
         ],
     )
     def test_a_malformed_fold_or_ask_is_refused_naming_it(
@@ -311,3 +313,20 @@ def test_a_reopened_state_keeps_only_the_clips_of_messages_it_still_has() -> Non
     """Thirteen messages: a clip of message 12 applies, one of message 13 or later is dropped."""
     keeper = _reopened(clips=[[12, 0, 500], [13, 0, 400], [20, 1, 300]])
     assert keeper.state.clips == (Clip(12, 0, 500),)
+
+
+def test_an_empty_hidden_range_as_the_core_writes_it_loads() -> None:
+    assert _reopened(deleted_range=[2, -1]).deleted_range == (2, -1)
+
+
+def test_what_a_system_prompt_image_costs_is_explained_by_the_report() -> None:
+    """One observation with an image in the system prompt: another request with that system
+    prompt is estimated with the image's tokens counted once, in what the report explains."""
+    size = (300).to_bytes(2, "little") + (150).to_bytes(2, "little")
+    data = base64.b64encode(b"GIF89a" + size).decode()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/gif", "data": data}}
+    system = [{"type": "text", "text": "Be brief."}, image]
+    counter = CalibratedEstimator()
+    counter.observe([A], system=system, reported_input_tokens=2_000)
+    assert counter.count([A], system=system) == 2_000
+    assert (counter.count([C], system=system), counter.count([C])) == (1_401, 1_329)
