@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import CalibratedEstimator, Clip, ContextOverflowError
+from windowkeeper import CalibratedEstimator, Clip, ContextOverflowError, MalformedMessageError
 from windowkeeper.session._calibration import weighted_quantile
 
 from .policy_tables import TASK, call, result, session
@@ -109,3 +109,20 @@ def test_a_task_alone_over_the_window_is_an_overflow(mask_keep_recent: int | Non
         " reserved for output), over the limit of 1,600.0 for a 2,000-token window"
     )
     assert keeper.state.clips == ()
+
+
+def test_a_block_inside_a_result_must_be_a_typed_dict() -> None:
+    message = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t", "content": ["x"]}],
+    }
+    with pytest.raises(MalformedMessageError) as raised:
+        CalibratedEstimator().count([message])
+    assert str(raised.value) == (
+        "messages[0].content[0].content[0]: expected a block dict with a string 'type'"
+    )
+
+
+def test_a_block_of_an_unknown_type_costs_its_json_as_text() -> None:
+    block = {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"query": "q"}}
+    assert CalibratedEstimator().count([{"role": "assistant", "content": [block]}]) == 38

@@ -63,6 +63,7 @@ class TestTodos:
             ),
             (_tool("update_plan", plan=[{"step": "Port", "status": "done"}]), "- [x] Port"),
             (_tool("TodoWrite", todos=[]), "(empty list)"),
+            (_tool("TodoWrite", todos={"étape": "une"}), '{"étape": "une"}'),  # as JSON
             (_tool("Read", file_path="x.py", task_progress="  - [ ] port  "), "- [ ] port"),
         ],
     )
@@ -114,6 +115,8 @@ class TestShellCalls:
         ("command", "edited", "commands"),
         [
             (["ls"], (), ("ls",)),  # one word
+            (["A=1"], (), ("A=1",)),  # an assignment alone
+            (["A=1", "tee", "out.txt"], ("out.txt",), ("A=1 tee out.txt",)),
             (["bash", "-lc", "make test"], (), ("make test",)),  # the script bash runs
             # the patch is read from the argv: its path is kept as written, quote and all (read
             # back from the shell-quoted line it came out as it'"'"'s.py, a second, bogus edit)
