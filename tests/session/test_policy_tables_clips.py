@@ -57,3 +57,30 @@ def test_a_clip_outside_the_history_stops_the_run(index: int) -> None:
         keeper.prepare()
     assert str(raised.value) == f"a step clipped message {index}, not in the history"
     assert keeper.state.clips == ()
+
+
+class _TightensForever:
+    """A faulty step: clips the task one character tighter every round, never done."""
+
+    name = "tighten"
+    repeats = True
+
+    def __init__(self) -> None:
+        self.kept = 30_000
+
+    def apply(self, draft: Draft) -> Action | None:
+        self.kept -= 1
+        clip = Clip(message_index=0, block_index=0, kept=self.kept)
+        draft.clip(clip)
+        return Action(self.name, messages=(0,), clips=(clip,))
+
+
+def test_a_step_that_never_stops_is_stopped_after_four_rounds_a_block_and_message() -> None:
+    """Three messages of one block each: 16 + 4 x (3 blocks + 3 messages) = 40 rounds."""
+    step = _TightensForever()
+    keeper = session(steps=[step])
+    keeper.extend(_history())
+    with pytest.raises(StepError) as raised:
+        keeper.prepare()
+    assert str(raised.value) == "step 'tighten' did not stop after 40 rounds"
+    assert step.kept == 30_000 - 40
