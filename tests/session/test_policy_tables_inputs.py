@@ -330,3 +330,13 @@ def test_what_a_system_prompt_image_costs_is_explained_by_the_report() -> None:
     counter.observe([A], system=system, reported_input_tokens=2_000)
     assert counter.count([A], system=system) == 2_000
     assert (counter.count([C], system=system), counter.count([C])) == (1_401, 1_329)
+
+
+@pytest.mark.parametrize("digest", ["abc", "f" * 63, 5, None])
+def test_an_anchor_whose_digest_is_not_a_sha256_is_refused(digest: Any) -> None:
+    counter = CalibratedEstimator()
+    counter.observe([A], reported_input_tokens=1_000)
+    saved = counter.state_value()
+    saved["anchor"] = [*saved["anchor"][:8], digest]
+    with pytest.raises(ValueError, match=r"^calibration\.anchor: expected a sha256 digest$"):
+        CalibratedEstimator().load_state(saved)
