@@ -340,3 +340,19 @@ def test_an_anchor_whose_digest_is_not_a_sha256_is_refused(digest: Any) -> None:
     saved["anchor"] = [*saved["anchor"][:8], digest]
     with pytest.raises(ValueError, match=r"^calibration\.anchor: expected a sha256 digest$"):
         CalibratedEstimator().load_state(saved)
+
+
+@pytest.mark.parametrize(
+    ("stored", "limit"),
+    [
+        ([50_000, 30_000], 30_000.0),  # the stored limit
+        ([50_000, 0], 40_000.0),  # no limit at all: the window's own
+        ([50_000, 60_000], 40_000.0),  # past the window: the window's own
+    ],
+)
+def test_a_session_reopened_without_a_window_takes_the_stored_one(
+    stored: list[int], limit: float
+) -> None:
+    snapshot = Snapshot(version=4, history=_HISTORY, store_json="[]", state=state_v1(window=stored))
+    keeper = ContextSession(store=Held(snapshot))
+    assert (keeper.window.context_window, keeper.window.max_allowed_size) == (50_000, limit)
