@@ -29,6 +29,9 @@ def _le(number: int, size: int) -> bytes:
     return number.to_bytes(size, "little")
 
 
+PNG = (
+    b"\x89PNG\r\n\x1a\n" + bytes(4) + b"IHDR" + (300).to_bytes(4, "big") + (150).to_bytes(4, "big")
+)
 VP8 = b"RIFF" + _le(100, 4) + b"WEBP" + b"VP8 " + bytes(10) + _le(300, 2) + _le(150, 2)
 FRAME = b"\xff\xc0\x00\x11\x08" + (150).to_bytes(2, "big") + (300).to_bytes(2, "big") + b"\x03" * 8
 
@@ -36,6 +39,8 @@ FRAME = b"\xff\xc0\x00\x11\x08" + (150).to_bytes(2, "big") + (300).to_bytes(2, "
 @pytest.mark.parametrize(
     ("raw", "media_type", "tokens"),
     [
+        (PNG, "image/png", 69),  # a PNG header of exactly 24 bytes: signature, IHDR, size
+        (PNG[:23], "image/png", 1_609),
         (VP8, "image/webp", 69),  # a lossy WebP header of exactly thirty bytes
         (VP8[:29], "image/webp", 1_609),  # one byte short
         (VP8 + b"\x00", "image/webp", 69),
