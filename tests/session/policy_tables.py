@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from windowkeeper import ContextSession, Prepared
+from windowkeeper.storage import Commit, Snapshot
 
 from ..counters import RuleCounter
 
@@ -96,3 +97,40 @@ def tool_ids(messages: Sequence[Any]) -> list[str]:
         for block in message["content"]
         if block["type"] == "tool_use"
     ]
+
+
+class Held:
+    """A backend holding one snapshot, as a store of windowkeeper 0.1 left it; commits are kept."""
+
+    name = "held"
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.commits: list[Commit] = []
+
+    def load(self) -> Snapshot | None:
+        return self.snapshot
+
+    def commit(self, commit: Commit) -> int:
+        self.commits.append(commit)
+        return self.snapshot.version + len(self.commits)
+
+    def close(self) -> None:
+        pass
+
+
+def state_v1(**extra: Any) -> dict[str, Any]:
+    """A state as windowkeeper 0.1 wrote it (session/_session.py's _state_value at 53de5c0):
+    version 1, the compaction keys at the top level, present once a fold or an ask existed."""
+    return {
+        "version": 1,
+        "history_length": 12,
+        "deleted_range": [2, 7],
+        "generation": 3,
+        "last_timestamp": 1_700_000_000_123,
+        "usage": [10, 2, 3, 4],
+        "usage_timestamp": 1_700_000_000_100,
+        "usage_generation": 2,
+        "clips": [[9, 0, 500]],
+        **extra,
+    }

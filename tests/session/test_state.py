@@ -12,7 +12,9 @@ from windowkeeper.session import CompactionState, Fold, SessionState
 from windowkeeper.session._ledger import build_ledger
 from windowkeeper.session._state import STATE_VERSION, cut_state, state_from_json, state_to_json
 from windowkeeper.session._summary import continuation
-from windowkeeper.storage import Commit, Snapshot
+from windowkeeper.storage import Snapshot
+
+from .policy_tables import Held, state_v1
 
 FULL = SessionState(
     deleted_range=(2, 7),
@@ -48,24 +50,8 @@ def test_a_first_state_has_made_no_fold_yet() -> None:
     assert SessionState().compaction.folded_at is None
 
 
-def _v1(**extra: Any) -> dict[str, Any]:
-    """A state as windowkeeper 0.1 wrote it (session/_session.py's _state_value at 53de5c0)."""
-    return {
-        "version": 1,
-        "history_length": 12,
-        "deleted_range": [2, 7],
-        "generation": 3,
-        "last_timestamp": 1_700_000_000_123,
-        "usage": [10, 2, 3, 4],
-        "usage_timestamp": 1_700_000_000_100,
-        "usage_generation": 2,
-        "clips": [[9, 0, 500]],
-        **extra,
-    }
-
-
 def test_a_state_of_windowkeeper_0_1_without_compaction_loads() -> None:
-    state = state_from_json(_v1(), "here", 12)
+    state = state_from_json(state_v1(), "here", 12)
     assert state.deleted_range == (2, 7)
     assert state.usage == TokenUsage(10, 2, 3, 4)
     assert state.clips == (Clip(9, 0, 500),)
@@ -76,7 +62,7 @@ def test_a_state_of_windowkeeper_0_1_without_compaction_loads() -> None:
 def test_a_state_of_windowkeeper_0_1_with_a_fold_loads_its_summary_as_data() -> None:
     ledger = build_ledger([{"role": "user", "content": "<task>Port it.</task>"}])
     text = continuation("The parser is ported.", ledger)
-    value = _v1(
+    value = state_v1(
         folded=[7, text],
         folds=2,
         poor_folds=1,
@@ -96,26 +82,6 @@ def test_a_state_of_windowkeeper_0_1_with_a_fold_loads_its_summary_as_data() -> 
     assert state.requests == 12
 
 
-class _Held:
-    """A backend that holds one snapshot, as a store of windowkeeper 0.1 left it."""
-
-    name = "held"
-
-    def __init__(self, snapshot: Snapshot) -> None:
-        self.snapshot = snapshot
-        self.commits: list[Commit] = []
-
-    def load(self) -> Snapshot | None:
-        return self.snapshot
-
-    def commit(self, commit: Commit) -> int:
-        self.commits.append(commit)
-        return self.snapshot.version + len(self.commits)
-
-    def close(self) -> None:
-        pass
-
-
 def test_a_task_stored_by_0_1_reopens_and_is_rewritten_in_this_version() -> None:
     history = [
         {"role": "user", "content": f"m{i}"}
@@ -123,7 +89,7 @@ def test_a_task_stored_by_0_1_reopens_and_is_rewritten_in_this_version() -> None
         else {"role": "assistant", "content": f"a{i}"}
         for i in range(13)
     ]
-    backend = _Held(Snapshot(version=4, history=history, store_json="[]", state=_v1()))
+    backend = Held(Snapshot(version=4, history=history, store_json="[]", state=state_v1()))
     session = ContextSession(10_000, store=backend)
     assert session.deleted_range == (2, 7)
     assert session.state.clips == (Clip(9, 0, 500),)

@@ -333,15 +333,18 @@ class LedgerBuilder:
         return None
 
     def _shell(self, command: Any) -> str | None:
+        argv_patch = False  # Codex's ["apply_patch", PATCH]: read from the argv, not the line
         if isinstance(command, list) and all(isinstance(word, str) for word in command):
             if command and command[0] == "apply_patch" and len(command) == 2:
+                argv_patch = True
                 self._patched(command[1])
             line = script(command)
         elif isinstance(command, str):
             line = command
         else:
             return None
-        if "*** Begin Patch" in line or "\n+++ " in line:
+        # the line quotes the argv for a shell: a path with a quote would be read back garbled
+        if not argv_patch and ("*** Begin Patch" in line or "\n+++ " in line):
             self._patched(line)
         for path in shell_write_paths(line):
             self._edited.add(path, normalize_path(path))
