@@ -223,3 +223,12 @@ def test_a_method_the_class_writes_is_kept() -> None:
 
     assert repr(Named("a")) == "<a>"
     assert Named("a") == Named("a")
+
+
+@pytest.mark.parametrize("make", [_frozen, _mutable, _plain])
+def test_the_dataclass_params_are_the_twins(make: Callable[..., Any]) -> None:
+    """``__dataclass_params__`` (what tells a frozen dataclass apart) reads as the twin's."""
+    ours = make(record, field).__dataclass_params__
+    theirs = make(dataclasses.dataclass, dataclasses.field).__dataclass_params__
+    assert repr(ours) == repr(theirs)
+    assert ours.frozen == theirs.frozen

@@ -47,18 +47,22 @@ def field(*, default: Any = _MISSING, default_factory: Callable[[], Any] = _MISS
 
 
 class _DataclassFields:
-    """``__dataclass_fields__`` on first read: built by ``dataclasses`` itself, then kept."""
+    """``__dataclass_fields__`` and ``__dataclass_params__`` on first read: built by
+    ``dataclasses`` itself (for a twin with the same fields and frozenness), then kept."""
 
-    def __get__(self, instance: object, owner: type) -> dict[str, Any]:
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+
+    def __get__(self, instance: object, owner: type) -> Any:
         import dataclasses  # noqa: PLC0415 - only for a caller that asks dataclasses
 
         own = getattr(owner, _FIELDS)
         specs = [(name, kind, dataclasses.field(**spec)) for name, kind, spec in own]
         frozen = getattr(owner, "__record_frozen__")  # noqa: B009 - set by _build, unknown to mypy
         twin = dataclasses.make_dataclass(owner.__name__, specs, frozen=frozen)
-        fields: dict[str, Any] = getattr(twin, "__dataclass_fields__")  # noqa: B009
-        setattr(owner, "__dataclass_fields__", fields)  # noqa: B010 - read once, then a plain dict
-        return fields
+        for attribute in ("__dataclass_fields__", "__dataclass_params__"):
+            setattr(owner, attribute, getattr(twin, attribute))  # read once, then plain values
+        return getattr(owner, self.attribute)
 
 
 def _frozen_error(name: str) -> Exception:
@@ -183,7 +187,8 @@ def _build(cls: type[_T], frozen: bool, slots: bool) -> type[_T]:
         (name, annotations[name], _spec(defaults.get(name))) for name in names
     )
     namespace["__record_frozen__"] = frozen
-    namespace["__dataclass_fields__"] = _DataclassFields()
+    namespace["__dataclass_fields__"] = _DataclassFields("__dataclass_fields__")
+    namespace["__dataclass_params__"] = _DataclassFields("__dataclass_params__")
     if slots:
         namespace["__slots__"] = tuple(names)
         if frozen:  # the default pickle state is restored with setattr, which a frozen one refuses

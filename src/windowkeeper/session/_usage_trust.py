@@ -121,7 +121,7 @@ class UsageTrust:
                 f" was sent (about {estimate:,}): not used to decide or calibrate; "
                 f"{verdict.cause}. Warned once per session.",
                 DistrustedUsageWarning,
-                stacklevel=3,
+                stacklevel=4,  # judge <- recorded_usage <- record_usage <- the caller
             )
         return verdict
 
