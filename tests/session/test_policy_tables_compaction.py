@@ -382,3 +382,52 @@ class TestSummaryWorth:
         assert asks[10][2] is False
         assert actions(prepared) == [("summarize", tuple(range(11, 22)), (2, 21))]
         assert "SUMMARY sss" in prepared.messages[2]["content"][1]["text"]  # the last one kept
+
+
+def test_a_long_latest_instruction_is_sent_whole_after_a_small_windows_fold() -> None:
+    """At 8k the continuation's budget (15 % of the room) is shorter than a 2,600-character
+    instruction: the must-keep lines are the budget then, so the instruction follows the fold
+    whole instead of head and tail."""
+    items = "\n".join(
+        f"Item {k}: make handler {k} check the caller's role first." for k in range(45)
+    )
+    instruction = "Work through every item below; keep the tests passing.\n" + items
+    assert 2_400 < len(instruction) < 3_000
+    chat = ContextSession(context_window=8_000, summarize=True)
+    chat.extend([TASK, {"role": "assistant", "content": "Ready."}])
+    chat.append({"role": "user", "content": instruction})
+    for k in range(20):
+        chat.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Step {k}: " + "reading the handlers. " * 80},
+                    {
+                        "type": "tool_use",
+                        "id": f"r{k}",
+                        "name": "Read",
+                        "input": {"file_path": f"h{k}.py"},
+                    },
+                ],
+            }
+        )
+        chat.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"r{k}", "content": "ok"}],
+            }
+        )
+        prepared = chat.prepare(max_output_tokens=200)
+        if prepared.deleted_range and prepared.deleted_range[1] >= 2:
+            break
+    else:
+        pytest.fail("the session never folded the instruction's message")
+    sent = "\n".join(
+        block["text"] if isinstance(block, dict) else block
+        for message in prepared.messages
+        for block in (
+            [message["content"]] if isinstance(message["content"], str) else message["content"]
+        )
+        if isinstance(block, str) or block.get("type") == "text"
+    )
+    assert " ".join(instruction.split()) in " ".join(sent.split())  # the ledger indents its lines

@@ -322,8 +322,15 @@ class SummarizeTurns:
         return cuts[low], max(over(cuts[low]), 0)
 
     def text(self, summary: str | None, ledger: Ledger) -> str:
-        """The continuation of ``summary`` and ``ledger``, within the budget when one is set."""
-        return continuation(summary, ledger, max_chars=self.budget_chars)
+        """The continuation of ``summary`` and ``ledger``, within the budget when one is set.
+
+        The budget never cuts a must-keep line (the latest instruction, up to its own clip, the
+        files edited, the todo state): when those alone are longer, they are the budget, and
+        only a request still over the limit shortens the fold further."""
+        budget = self.budget_chars
+        if budget is not None:
+            budget = max(budget, shortest_continuation(ledger))
+        return continuation(summary, ledger, max_chars=budget)
 
     def _summary(
         self,
