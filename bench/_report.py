@@ -18,20 +18,28 @@ __all__ = ["format_report"]
 GROWTH_TITLE = "## Growth to 100,000 messages"
 """The section bench/bench_growth.py's results are written under, kept when this report is
 written again (its run is separate: a few minutes of its own)."""
+PAUSES_TITLE = "## Pauses: live objects and full collections"
+"""The section bench/bench_pauses.py's results are written under, kept the same way."""
 _DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 
 def growth_section(path: Path = _DOCS) -> list[str]:
-    """The lines of the growth section of the report at ``path`` (none when it has none)."""
+    """The lines of the growth and pauses sections of the report at ``path``, in that order
+    (none of a section it does not have)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
         return []
-    if GROWTH_TITLE not in lines:
-        return []
-    start = lines.index(GROWTH_TITLE)
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    return lines[start:end]
+    kept: list[str] = []
+    for title in (GROWTH_TITLE, PAUSES_TITLE):
+        if title not in lines:
+            continue
+        start = lines.index(title)
+        end = next(
+            (i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines)
+        )
+        kept.extend(lines[start:end])
+    return kept
 
 
 def format_report(evaluation: Evaluation, plots: Sequence[str]) -> str:
