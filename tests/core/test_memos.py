@@ -17,6 +17,12 @@ from ..conftest import examples
 from ..strategies import TR, TU, A, U, conversations
 
 
+def _six_turns() -> list[dict]:
+    """Task, reply, and two more user/assistant pairs: each a single text block."""
+    texts = ("task", "ok", "one", "two", "three", "four")
+    return [(U if index % 2 == 0 else A)([T(text)]) for index, text in enumerate(texts)]
+
+
 class TestRepairMemo:
     @settings(max_examples=examples(60, deep=1_500), deadline=None)
     @given(st.lists(conversations(max_size=12), min_size=1, max_size=4))
@@ -104,14 +110,7 @@ class TestOverwriteMemo:
         from windowkeeper import ContextManager
         from windowkeeper.core._overwrites import text_update
 
-        history = [
-            U([T("task")]),
-            A([T("ok")]),
-            U([T("one")]),
-            A([T("two")]),
-            U([T("three")]),
-            A([T("four")]),
-        ]
+        history = _six_turns()
         manager = ContextManager()
         manager.store.record(2, 1, 0, text_update(1, "edited one"))
         manager.store.record(4, 1, 0, text_update(1, "edited three"))
@@ -142,14 +141,7 @@ class TestOverwriteMemo:
         from windowkeeper import ContextManager
         from windowkeeper.core._overwrites import text_update
 
-        history = [
-            U([T("task")]),
-            A([T("ok")]),
-            U([T("one")]),
-            A([T("two")]),
-            U([T("three")]),
-            A([T("four")]),
-        ]
+        history = _six_turns()
         manager = ContextManager()
         for index in range(6):
             manager.store.record(index, 1, 0, text_update(1, f"edit {index}"))
