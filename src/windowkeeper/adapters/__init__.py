@@ -30,7 +30,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from .._errors import ConfigurationError
 from ..core._truncation import FIRST_KEPT, DeletedRange, visible_start
@@ -191,6 +191,34 @@ def sources(
     if any(message.get("role") != roles[run[0]] for run, message in zip(runs, sent, strict=True)):
         return None
     return runs
+
+
+class _Piece(Protocol):
+    """A framework message the adapter converted, with the blocks it became on the wire."""
+
+    @property
+    def wire(self) -> Sequence[Mapping[str, Any]]: ...
+
+
+P = TypeVar("P", bound=_Piece)
+
+
+def sent_from(
+    groups: Sequence[Sequence[P]],
+    runs: list[list[int]] | None,
+    position: int,
+    message: Mapping[str, Any],
+) -> tuple[list[P], bool]:
+    """The pieces sent message ``position`` was made from (none when :func:`sources` could not
+    tell), and whether it is sent exactly as they were (then the framework's own messages go
+    back, not rebuilt ones)."""
+    group = (
+        [piece for index in runs[position] for piece in groups[index]] if runs is not None else []
+    )
+    unchanged = bool(group) and sent_blocks(message.get("content")) == [
+        block for piece in group for block in piece.wire
+    ]
+    return group, unchanged
 
 
 @dataclass(eq=False)

@@ -15,7 +15,7 @@ from langchain_core.messages import (
 )
 
 from ..session._session import Prepared
-from . import jsonable, merge_blocks, sent_blocks, sources
+from . import jsonable, merge_blocks, sent_blocks, sent_from, sources
 from ._langchain_in import Block, _Converted, _Piece
 
 __all__ = []
@@ -178,14 +178,8 @@ def _view(converted: _Converted, prepared: Prepared) -> list[AnyMessage]:
     runs = sources(roles, prepared.deleted_range, prepared.messages)
     view: list[BaseMessage] = list(converted.leading)
     for position, message in enumerate(prepared.messages):
-        group = (
-            [piece for index in runs[position] for piece in converted.groups[index]]
-            if runs is not None
-            else []
-        )
-        if group and sent_blocks(message.get("content")) == [
-            block for piece in group for block in piece.wire
-        ]:
+        group, unchanged = sent_from(converted.groups, runs, position, message)
+        if unchanged:
             view.extend(piece.message for piece in group)
         elif message.get("role") == "assistant":
             view.extend(_rebuild_assistant(message, group))

@@ -23,7 +23,7 @@ from pydantic_ai.messages import (
 )
 
 from ..session._session import Prepared
-from . import jsonable, merge_blocks, sent_blocks, sources
+from . import jsonable, merge_blocks, sent_blocks, sent_from, sources
 
 if TYPE_CHECKING:
     pass
@@ -176,14 +176,8 @@ def _view(converted: _Converted, prepared: Prepared) -> list[ModelMessage]:
     }
     view: list[ModelMessage] = []
     for position, message in enumerate(prepared.messages):
-        group = (
-            [piece for index in runs[position] for piece in converted.groups[index]]
-            if runs is not None
-            else []
-        )
-        if group and sent_blocks(message.get("content")) == [
-            block for piece in group for block in piece.wire
-        ]:
+        group, unchanged = sent_from(converted.groups, runs, position, message)
+        if unchanged:
             view.extend(piece.message for piece in group)
         elif message.get("role") == "assistant":
             view.append(_rebuild_response(message, group))
