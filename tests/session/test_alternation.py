@@ -62,3 +62,39 @@ def test_merged_requests_alternate(history: list[dict[str, Any]], repeats: list[
     memo = RoleMerger()
     for end in range(len(odd) + 1):
         assert memo.merge(odd[:end]) == merge_same_roles(odd[:end])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    conversations(max_size=10),
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 12)), min_size=1, max_size=6),
+)
+def test_the_memo_merges_like_the_function_whatever_changes(
+    history: list[dict[str, Any]], edits: list[tuple[int, int]]
+) -> None:
+    """Between requests, messages are repeated, replaced, dropped or appended anywhere: each
+    request is merged as :func:`merge_same_roles` merges it alone."""
+    memo = RoleMerger()
+    messages = list(history)
+    for at, cut in edits:
+        if messages:
+            where = at % len(messages)
+            messages.insert(where, dict(messages[where]))  # a run of one role, or a longer one
+            if cut % 3 == 0:
+                messages[where] = dict(messages[where])  # a new object in an old place
+        messages = messages[: max(len(messages) - cut % 2, 0)]
+        assert memo.merge(messages) == merge_same_roles(messages)
+
+
+def test_a_merged_run_stays_the_same_object_while_the_history_grows() -> None:
+    """Two assistant messages in a row early in a task: later requests send the very same merged
+    message, so the memos after the merge (and the prompt cache) see an unchanged prefix."""
+    history = [U("task"), A("I will start."), A([TU("a")]), U([TR("a")])]
+    memo = RoleMerger()
+    first = memo.merge(history)
+    history += [A([TU("b")]), U([TR("b")])]
+    second = memo.merge(history)
+    assert second == merge_same_roles(history)
+    assert [m["role"] for m in second] == ["user", "assistant", "user", "assistant", "user"]
+    assert second[1] is first[1]
+    assert second[1]["content"] == [T("I will start."), TU("a")]

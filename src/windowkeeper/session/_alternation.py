@@ -11,12 +11,13 @@ message given as a string, which the original drops).
 from __future__ import annotations
 
 import operator
+from bisect import bisect_right
 from collections.abc import Sequence
 from typing import Any
 
 from ..core._messages import Message, shared_prefix
 from ..core._notices import RESULT_MISSING
-from ..core._pairing import results_follow_tool_use_keeping_text
+from ..core._pairing import RepairMemo, results_follow_tool_use_keeping_text
 
 __all__ = ["RoleMerger", "merge_same_roles"]
 
@@ -85,12 +86,23 @@ def _merged(first: Message, second: Message) -> Message:
 
 
 class RoleMerger:
-    """:func:`merge_same_roles` that, while the messages only grow, checks only the new ones."""
+    """:func:`merge_same_roles` that, while the messages only grow, works only on the new ones.
 
-    __slots__ = ("_alternating",)
+    When roles alternate, only the new messages' roles are checked. When they do not (two user
+    messages in a row early in a task is enough), the merged messages before the last run that
+    changed are kept, the same objects, and only the rest is merged and repaired again: merging
+    the whole list anew on every request would cost time in the whole visible part per turn,
+    and the fresh copy of the merged message would make every memo downstream start over there.
+    """
+
+    __slots__ = ("_alternating", "_input", "_merged", "_repair", "_starts")
 
     def __init__(self) -> None:
         self._alternating: list[Message] = []  # the last input, when its roles alternated
+        self._input: list[Message] = []  # the last input, when they did not
+        self._merged: list[Message] = []  # what it merged into, before the pairing repair
+        self._starts: list[int] = []  # per merged message, the input index its run starts at
+        self._repair = RepairMemo(keep_text=True)
 
     def merge(self, messages: Sequence[Message]) -> list[Message]:
         """The same result as :func:`merge_same_roles` on ``messages``."""
@@ -101,6 +113,28 @@ class RoleMerger:
             if not any(map(operator.eq, tail, tail[1:])):
                 self._alternating = list(messages)
                 return list(messages)
-        merged = merge_same_roles(messages)
-        self._alternating = list(messages) if len(merged) == len(messages) else []
+        roles = list(map(_role, messages))
+        if not any(map(operator.eq, roles, roles[1:])):
+            self._alternating = list(messages)
+            self._input, self._merged, self._starts = [], [], []
+            return list(messages)
+        self._alternating = []
+        return self._repair.repair(self._merged_runs(messages))
+
+    def _merged_runs(self, messages: Sequence[Message]) -> list[Message]:
+        """``messages`` with each run of one role merged, the unchanged leading runs reused."""
+        merged, starts = self._merged, self._starts
+        # the run holding the last unchanged message may go on in the new messages: start there
+        keep = bisect_right(starts, shared_prefix(self._input, messages) - 1) - 1
+        keep = max(keep, 0)
+        start = starts[keep] if keep < len(starts) else 0
+        del merged[keep:], starts[keep:]
+        for index in range(start, len(messages)):
+            message = messages[index]
+            if merged and merged[-1]["role"] == message["role"]:
+                merged[-1] = _merged(merged[-1], message)
+            else:
+                merged.append(message)
+                starts.append(index)
+        self._input = list(messages)
         return merged
