@@ -212,6 +212,7 @@ ALLOWED: dict[str, dict[str, tuple[str, ...]]] = {
             "session/test_compaction.py",
             "session/test_state.py",
             "session/test_summary.py",
+            "session/test_summary_cases.py",
         ),
         "windowkeeper.session._tokens": (
             "session/test_session_machine.py",
