@@ -140,6 +140,41 @@ class TestWhereCopiesAre:
         )
         assert (latest.message_index, latest.kind, latest.replacement) == (4, "content", "")
 
+    def test_a_header_in_a_result_list_is_a_text_update(self) -> None:
+        """A Cline header as the first text of a tool_result's list: its update is of the text."""
+        history = [
+            U("t"),
+            A([TU("z", "x")]),
+            U([TR("z", [T(f"{HEADER}\n{BODY}")])]),
+            A([TU("y", "x")]),
+            U([TR("y", [T(f"{HEADER}\n{BODY}")])]),
+        ]
+        assert found(history) == {
+            "a.py": [(2, 0, "text", f"{HEADER}\n{notice('a.py')}"), (4, 0, "text", "")]
+        }
+
+    def test_mentions_in_a_message_the_store_changed(self) -> None:
+        """File mentions of a message whose mentions were partly replaced: the paths already
+        replaced are not found again, the others are; a message changed another way is skipped."""
+        mention = (
+            f'<file_content path="a.py">{BODY}</file_content> and '
+            f'<file_content path="b.py">{BODY}</file_content>'
+        )
+        history = [U("t"), A("a"), U([T(mention)]), A("b"), U([T(mention)])]
+        store = OverwriteStore()
+        store.record(
+            2, EditType.FILE_MENTION, 0, [1_000, "text", ["x"], [["a.py"], ["a.py", "b.py"]]]
+        )
+        scan = NativeReadDetector().scan(history, 2, store)
+        assert scan.mention_paths == {2: ["a.py", "b.py"], 4: ["a.py", "b.py"]}
+        assert {path: [s.message_index for s in seen] for path, seen in scan.reads.items()} == {
+            "a.py": [4],
+            "b.py": [2, 4],
+        }
+        other = OverwriteStore()
+        other.record(2, EditType.READ_FILE_TOOL, 0, [1_000, "text", ["x"], []])
+        assert NativeReadDetector().scan(history, 2, other).mention_paths == {4: ["a.py", "b.py"]}
+
 
 class TestAUsedDetector:
     """The detector remembers the copies of each message; a change of the call before a result,
