@@ -88,6 +88,8 @@ def test_patch_headers_locate_their_lines() -> None:
         ("sed -i --expression=s/a/b/ f.txt", ["f.txt"]),  # the script given by a long option
         ("sed -i s/a/b/ - f.txt", ["f.txt"]),  # "-" is standard input, never edited in place
         ("sed -i - f.txt", []),  # "-" is no script either: sed refuses the command
+        ("cat > n.md <<'EOF'\nx\ny > not_a_file\nEOF\nls > l.txt", ["n.md", "l.txt"]),  # a body
+        ("cat <<A > a.md; cat <<B > b.md\nA\nnot > x\nB\necho > c.md", ["a.md", "b.md", "c.md"]),
     ],
 )
 def test_shell_write_paths_edges(command: str, paths: list[str]) -> None:
