@@ -187,6 +187,7 @@ ALLOWED: dict[str, dict[str, tuple[str, ...]]] = {
             "session/test_compaction.py",
             "session/test_greeting.py",
             "session/test_ledger.py",
+            "session/test_ledger_cases.py",
             "session/test_state.py",
             "session/test_summary.py",
         ),
@@ -211,6 +212,7 @@ ALLOWED: dict[str, dict[str, tuple[str, ...]]] = {
             "session/test_compaction.py",
             "session/test_state.py",
             "session/test_summary.py",
+            "session/test_summary_cases.py",
         ),
         "windowkeeper.session._tokens": (
             "session/test_session_machine.py",

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from windowkeeper import ContextManager, validate_messages
 from windowkeeper.session._native_results import ResultPlacer
 
@@ -101,3 +103,66 @@ def test_remembers_only_the_pairs_it_placed() -> None:
     history.append(A("done"))
     assert placer.place(history)[-2] is first
     assert len(placer._memo._pairs) == 1  # what the memo holds is the point
+
+
+RESULT = "[read_file for 'x'] Result:\n1"
+
+
+def placed_result(call_id: str, text: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": call_id, "content": [T(text)]}
+
+
+class TestMatching:
+    """Which call a text result answers: the next call of its tool, in order."""
+
+    def test_a_call_of_another_tool_is_passed_over(self) -> None:
+        """A result of read_file answers the read_file call, not an earlier list_files call."""
+        history = [U("task"), A([TU("a", "list_files"), TU("b", "read_file")]), U([T(RESULT)])]
+        assert ResultPlacer().place(history)[2] == U([placed_result("b", RESULT)])
+
+    def test_one_result_answers_one_call(self) -> None:
+        """Two read_file calls and one result: the first call gets it, the second none."""
+        history = [U("task"), A([TU("a", "read_file"), TU("b", "read_file")]), U([T(RESULT)])]
+        assert ResultPlacer().place(history)[2] == U([placed_result("a", RESULT)])
+
+    def test_a_shortened_tool_name(self) -> None:
+        """Cline writes "[subagents]" for use_subagents: it is that call's result."""
+        history = [U("task"), A([TU("a", "use_subagents")]), U([T("[subagents] Result:\nok")])]
+        assert ResultPlacer().place(history)[2] == U(
+            [placed_result("a", "[subagents] Result:\nok")]
+        )
+
+    def test_calls_without_a_name_or_an_id_and_stray_blocks(self) -> None:
+        """A call with no name or no id answers nothing; a block that is not a dict is kept."""
+        calls = [
+            {"type": "tool_use", "id": "n", "name": None, "input": {}},
+            {"type": "tool_use", "name": "read_file", "input": {}},
+            TU("b", "read_file"),
+        ]
+        history = [U("task"), A(calls), U(["junk", T(RESULT)])]
+        assert ResultPlacer().place(history)[2] == U(["junk", placed_result("b", RESULT)])
+
+
+class TestLeftAlone:
+    """Messages with nothing to place come back as they are, the very same objects."""
+
+    @pytest.mark.parametrize(
+        "history",
+        [
+            [U("task"), A([TU("a", "list_files")]), U([T(RESULT)])],  # no call of that tool
+            [U("task"), {"role": "assistant", "content": None}, U([T(RESULT)])],
+            [U("task"), A([TU("a", "read_file")]), {"role": "user", "content": None}],
+            [U("task"), A([TU("a", "read_file")]), A([T(RESULT)])],  # not a user message
+        ],
+    )
+    def test_nothing_to_place(self, history: list[Any]) -> None:
+        assert ResultPlacer().place(history)[2] is history[2]
+
+    def test_the_list_is_the_placers_own(self) -> None:
+        """One list, kept up to date as the history grows."""
+        placer = ResultPlacer()
+        history = [U("task"), A([TU("a", "read_file")]), U([T(RESULT)])]
+        first = placer.place(history)
+        history.append(A("ok"))
+        assert placer.place(history) is first
+        assert first[3] is history[3]

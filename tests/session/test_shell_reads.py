@@ -58,6 +58,20 @@ READS = [
     ("sh -c 'head -n 5 a.txt'", "a.txt"),
     ("zsh -lc 'nl -ba a.txt'", "a.txt"),
     ("/bin/bash -lc 'cat a.txt'", "a.txt"),
+    # one shell inside another is still read (two levels; a third is refused below)
+    ("bash -lc \"bash -lc 'cat a.py'\"", "a.py"),
+    ("cat a=b.py", "a=b.py"),
+    ("cat notes.txt~", "notes.txt~"),
+    ("cat a''.py", "a.py"),
+    ("cat 'src'/a.py", "src/a.py"),
+    ('cat "src"/a.py', "src/a.py"),
+    ("cat a.p\\y", "a.py"),
+    ("cat \\#", "#"),
+    ("cat a\\\n.py", "a.py"),
+    ('cat "a\\\n.py"', "a.py"),
+    ("head -5 a.log", "a.log"),
+    ("tail -n5 x.log", "x.log"),
+    ("tail -- -odd.log", "-odd.log"),
 ]
 
 NOT_READS = [
@@ -126,6 +140,21 @@ NOT_READS = [
     "bash -x -c 'cat a.py'",
     "python -c 'print(open(\"a\").read())'",
     'bash -lc "bash -lc \'bash -lc \\"cat a.py\\"\'"',
+    "bash -c x 'cat a.py'",
+    "cat a.py \\#",
+    "cat --help",
+    'cat "a.py\\',
+    'cat "a\\"',
+    "head -n",
+    "head a.log -n",
+    "head -n x a.log",
+    "head -x5 a.log",
+    "head --lines=5=0 a.log",
+    "sed -n a.py -e",
+    "sed x.py -ne",
+    "sed -n 1,10p -i",
+    "nl -xa a.py",
+    "nl a.py -b",
 ]
 
 

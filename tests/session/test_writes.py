@@ -71,3 +71,47 @@ def test_patch_headers_locate_their_lines() -> None:
         "*** Update File: src/a.py",
         "*** Move to: src/b.py",
     ]
+
+
+@pytest.mark.parametrize(
+    ("command", "paths"),
+    [
+        ('echo x > "my notes.md"', ["my notes.md"]),  # quotes removed
+        ("echo hi>a.txt", ["a.txt"]),  # no space around the operator
+        ("echo hi > out+err.log", ["out+err.log"]),  # one word, whatever its characters
+        ("> empty.txt", ["empty.txt"]),  # a redirection that opens the line
+        ("echo hi >", []),  # no target at the end of the line
+        ("echo a > x.txt; tee y.txt", ["x.txt", "y.txt"]),  # the command after the target
+        ("echo hi | tee out.log", ["out.log"]),
+        ("A=1; echo hi | tee b.log", ["b.log"]),  # a lone assignment is no command
+        ("LC_ALL=C sed -i s/a/b/ f.txt", ["f.txt"]),  # an assignment before the command
+        ("sed -i --expression=s/a/b/ f.txt", ["f.txt"]),  # the script given by a long option
+        ("sed -i s/a/b/ - f.txt", ["f.txt"]),  # "-" is standard input, never edited in place
+        ("sed -i - f.txt", []),  # "-" is no script either: sed refuses the command
+        ("cat > n.md <<'EOF'\nx\ny > not_a_file\nEOF\nls > l.txt", ["n.md", "l.txt"]),  # a body
+        ("cat <<A > a.md; cat <<B > b.md\nA\nnot > x\nB\necho > c.md", ["a.md", "b.md", "c.md"]),
+    ],
+)
+def test_shell_write_paths_edges(command: str, paths: list[str]) -> None:
+    """How the words of a command line are split, and where each command starts."""
+    assert shell_write_paths(command) == paths
+
+
+@pytest.mark.parametrize(
+    ("text", "paths"),
+    [
+        ('--- "a/my file.py"\n+++ "b/my file.py"\n', ["my file.py"]),  # a quoted path
+        ('--- a/x.py\n+++ ""\n', ["x.py"]),  # an empty quoted path is no path
+        ('--- "\n+++ "\n', ['"']),  # a lone quote is the name, not a quoted one
+    ],
+)
+def test_patch_paths_quoted(text: str, paths: list[str]) -> None:
+    """A unified diff quotes a path with spaces; the quotes are removed, once."""
+    assert patch_paths(text) == paths
+
+
+def test_a_deleted_file_is_located_at_its_minus_line() -> None:
+    """A deleted file's header is its ``---`` line (the ``+++`` side is /dev/null)."""
+    spans = [(DIFF[start:end], path) for start, end, path in patch_headers(DIFF)]
+    assert spans[:2] == [("+++ b/x.py", "x.py"), ("--- a/gone.py", "gone.py")]
+    assert [path for _, path in spans] == ["x.py", "gone.py", "new.py"]

@@ -139,7 +139,9 @@ def _sed_files(words: list[str]) -> list[str]:
             script_given = True
         elif word.startswith("--in-place"):
             in_place = True
-        elif word.startswith("-") and len(word) > 1:
+        elif word == "-":
+            pass  # standard input, which sed -i refuses to edit: not a file written
+        elif word.startswith("-"):
             # a cluster of short options; "-i" may carry a suffix ("-i.bak", "-ni")
             in_place = in_place or (not word.startswith("--") and "i" in word[1:].split(".")[0])
         else:
