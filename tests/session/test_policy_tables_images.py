@@ -51,6 +51,20 @@ def vp8x(width: int, height: int, tail: bytes = b"") -> bytes:
     return b"RIFF" + struct.pack("<I", 4 + len(chunk) + len(tail)) + b"WEBP" + chunk + tail
 
 
+def vp8(width: int, height: int) -> bytes:
+    """A lossy WebP: a frame tag, the start code, then 14-bit sizes (two scaling bits above)."""
+    frame = bytes(3) + b"\x9d\x01\x2a" + struct.pack("<HH", width, height) + bytes(10)
+    chunk = b"VP8 " + struct.pack("<I", len(frame)) + frame
+    return b"RIFF" + struct.pack("<I", 4 + len(chunk)) + b"WEBP" + chunk
+
+
+def vp8l(width: int, height: int, top: int = 0) -> bytes:
+    """A lossless WebP: 14-bit width - 1 and height - 1, then the alpha and version bits."""
+    bits = (width - 1) | ((height - 1) << 14) | (top << 28)
+    chunk = b"VP8L" + struct.pack("<I", 5) + b"\x2f" + struct.pack("<I", bits) + b"\xff" * 8
+    return b"RIFF" + struct.pack("<I", 4 + len(chunk)) + b"WEBP" + chunk
+
+
 def sof(marker: int, width: int, height: int) -> bytes:
     """A JPEG frame header (any SOFn): length 17, precision, height, width, components."""
     return bytes([0xFF, marker]) + struct.pack(">HBHHB", 17, 8, height, width, 3) + bytes(9)
@@ -91,6 +105,12 @@ BIG = 0x0100_03E8  # 16_778_216 px: a size whose four bytes are all needed
         (vp8x(751, 750)[:29], NO_CAP),
         (vp8x(751, 750, tail=b"ICCP" + struct.pack("<I", 4) + b"\xff" * 4), 751),
         (vp8x(0x10_0000, 0x10_0000), HUGE_SQUARE),  # 24-bit sizes, all three bytes read
+        (vp8(751, 750), 751),
+        (vp8(0xC000 | 751, 0x4000 | 750), 751),  # the scaling bits are not part of the size
+        (vp8(0x3FFF, 0x3FFF), HUGE_SQUARE),  # the largest 14-bit sizes
+        (vp8l(751, 750), 751),
+        (vp8l(751, 750, top=0xF), 751),  # the alpha and version bits are not part of it
+        (vp8l(0x4000, 0x4000), HUGE_SQUARE),  # the largest: 14 bits of size - 1
     ],
 )
 def test_png_gif_and_webp_sizes(raw: bytes, tokens: int) -> None:
