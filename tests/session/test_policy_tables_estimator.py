@@ -100,6 +100,16 @@ def test_a_fraction_of_a_token_padded_past_one_rounds_up_to_two() -> None:
     assert counter.count([M1], system="xx") == 102
 
 
+def test_a_report_of_another_request_teaches_nothing_and_becomes_the_anchor() -> None:
+    counter = exact()
+    counter.observe([M1], reported_input_tokens=1_000)
+    counter.observe([M2], reported_input_tokens=5_000)
+    assert counter.chars_per_token == 1.0
+    assert counter.margin == 0.0
+    assert counter.state_value()["anchor"][:7] == [M2_TEXT, 0, M2_IMAGES, 0, 0, 0, 5_000]
+    assert counter.count([M2, M1]) == 5_000 + 112
+
+
 def test_what_the_report_left_unexplained_is_added_to_other_requests() -> None:
     """A report of 1,000 for 112 + 74 + 24 bytes and 750 image tokens leaves 40 unexplained."""
     counter = exact()

@@ -128,6 +128,7 @@ def test_png_gif_and_webp_sizes(raw: bytes, tokens: int) -> None:
         b"\x89PNG\r\n\x1a\x00" + png(751, 750)[8:],  # a damaged PNG signature
         jpeg(segment(0xE0, b"JFIF\x00" + bytes(9))),  # a JPEG without a frame header
         b"\xff\xd8\x00\x11" + sof(0xC0, 751, 750),  # a JPEG whose next byte is not a marker
+        jpeg(b"\xff\xd9", sof(0xC0, 751, 750)),  # the image ended (EOI) before any frame
     ],
 )
 def test_an_unreadable_size_costs_the_cap(raw: bytes) -> None:
