@@ -524,3 +524,17 @@ def test_messages_must_be_a_sequence_of_messages(messages: Any) -> None:
 
 def test_a_tuple_of_messages_is_a_request() -> None:
     assert exact().count((M1, A)) == 224
+
+
+def test_restoring_a_snapshot_forgets_what_was_learnt_since() -> None:
+    counter = exact()
+    counter.observe([M1], reported_input_tokens=1_000)
+    before = counter.state_value()
+    snapshot = counter.snapshot()
+    counter.observe([M1], system="z" * 100, reported_input_tokens=1_150)
+    assert counter.state_value() != before
+    counter.restore(snapshot)
+    assert counter.state_value() == before
+    assert counter.count([M1]) == 1_000
+    with pytest.raises(ConfigurationError, match=r"^snapshot: expected a snapshot\(\)"):
+        counter.restore(before)
