@@ -498,6 +498,9 @@ def test_settings_at_their_bounds_are_taken(keywords: dict[str, Any]) -> None:
         {"safety_margin": 0.31},
         {"max_image_tokens": False},
         {"max_image_tokens": -1},
+        {"chars_per_token": "3"},  # not numbers at all
+        {"safety_margin": None},
+        {"max_image_tokens": "5"},
     ],
 )
 def test_settings_out_of_bounds_are_refused(keywords: dict[str, Any]) -> None:
