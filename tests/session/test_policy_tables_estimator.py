@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import struct
 from typing import Any
 
@@ -409,6 +410,7 @@ def _ratio(position: int, number: float) -> dict[str, Any]:
         _ratio(4, -5.0),  # what the text left unexplained may be negative
         _ratio(5, 0.5),  # the thinking's square sum
         _state(errors=[[0.0, 1.0]] * 20),
+        _state(errors=[[-0.5, 0.5], [0.2, 3.0]]),
         _state(errors=[]),
         _state(anchor=None),
         _state(first=None),
@@ -444,6 +446,8 @@ def test_a_state_within_range_is_taken(value: dict[str, Any]) -> None:
         (_state(errors=None), "calibration.errors"),
         (_state(errors=[[0.0, 1.0, 2.0]]), "calibration.errors"),
         (_state(errors=[[0.0, 1.0]] * 21), "calibration.errors"),
+        (_state(errors=[[0.1, 1.0], [0.2, 0.0]]), "calibration.errors[]"),  # weights are sizes
+        (_state(errors=[[0.1, -1.0]]), "calibration.errors[]"),
         (_state(anchor=[1] * 10), "calibration.anchor"),
         (_state(anchor=[1] * 7), "calibration.anchor"),
         (_state(anchor="x"), "calibration.anchor"),
@@ -465,7 +469,7 @@ def test_a_state_out_of_range_is_refused_naming_the_part(value: Any, part: str) 
     restored = exact()
     restored.observe([M1], reported_input_tokens=5)
     before = restored.state_value()
-    with pytest.raises(ValueError, match=f"^{part.replace('.', '[.]')}"):
+    with pytest.raises(ValueError, match=f"^{re.escape(part)}"):
         restored.load_state(value)
     assert restored.state_value() == before
 
