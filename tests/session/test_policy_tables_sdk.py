@@ -147,6 +147,19 @@ def test_an_unknown_usage_names_its_first_eight_fields() -> None:
     )
 
 
+class Attributes:
+    """A usage object without model_dump: read through its public attributes."""
+
+    def __init__(self) -> None:
+        self.input_tokens = 3
+        self.output_tokens = 4
+        self._cache = {"input_tokens": 99}
+
+
+def test_an_object_without_model_dump_is_read_through_its_public_attributes() -> None:
+    assert usage_from_sdk(Attributes()) == TokenUsage(tokens_in=3, tokens_out=4)
+
+
 @pytest.mark.parametrize("usage", [None, 3, "x", int])
 def test_what_is_no_usage_object_at_all_is_refused(usage: Any) -> None:
     with pytest.raises(InvalidUsageError, match=r"^usage must be a TokenUsage"):
