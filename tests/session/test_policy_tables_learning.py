@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from windowkeeper import ContextSession, TokenUsage
 
 
@@ -86,3 +88,46 @@ def test_a_counter_that_cannot_restore_keeps_what_it_learnt_after_a_rollback() -
     session.record_usage(TokenUsage(tokens_in=30))
     session.rollback(checkpoint)
     assert counter.learnt == 30
+
+
+class Store:
+    """A backend that holds nothing and refuses commits once ``failing`` is set."""
+
+    def __init__(self) -> None:
+        self.failing = False
+
+    def name(self) -> str:
+        return "memory:flaky"
+
+    def load(self) -> None:
+        return None
+
+    def commit(self, commit: object) -> int:
+        if self.failing:
+            raise OSError("disk full")
+        return 1
+
+    def close(self) -> None:
+        pass
+
+
+class RestoresOnly(Counter):
+    """Can restore, but has no snapshot to restore from."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.restored: list[object] = []
+
+    def restore(self, snapshot: object) -> None:
+        self.restored.append(snapshot)
+
+
+def test_a_failed_commit_restores_nothing_when_nothing_was_kept() -> None:
+    store, counter = Store(), RestoresOnly()
+    session = ContextSession(16_000, store=store, counter=counter)  # type: ignore[arg-type]
+    session.append({"role": "user", "content": "Fix the parser."})
+    session.prepare()
+    store.failing = True
+    with pytest.raises(OSError, match="disk full"):
+        session.record_usage(TokenUsage(tokens_in=12))
+    assert counter.restored == []
