@@ -9,6 +9,7 @@ estimate as the floor).
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from typing import Any
 
@@ -218,3 +219,15 @@ def test_the_warning_is_given_once_per_session() -> None:
     assert session.state.usage is None
     _other, caught = _record(WithFloor(100, 2_000), TokenUsage(tokens_in=7))
     assert len(caught) == 1
+
+
+def test_the_warning_points_at_the_line_that_recorded_the_usage() -> None:
+    session = ContextSession(WINDOW, counter=WithFloor(100, 2_000))  # type: ignore[arg-type]
+    session.append({"role": "user", "content": "Fix the parser."})
+    session.prepare()
+    frame = inspect.currentframe()
+    assert frame is not None
+    line = frame.f_lineno + 2  # the record_usage call
+    with pytest.warns(DistrustedUsageWarning) as caught:
+        session.record_usage(TokenUsage(tokens_in=7))
+    assert (caught[0].filename, caught[0].lineno) == (__file__, line)
