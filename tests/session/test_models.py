@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from windowkeeper import (
+    ContextSession,
     ModelInfo,
     ModelTableError,
     UnknownModelWarning,
@@ -504,3 +506,140 @@ class TestShippedTable:
     def test_the_table_is_package_data(self) -> None:
         """The JSON is read with importlib.resources from the installed package."""
         assert resources.files("windowkeeper").joinpath("data", "models.json").is_file()
+
+
+# ------------------------------------------------------------ the bounds of a table, one by one
+
+ACME = {"id": "acme-1", "provider": "acme", "context_window": 100, "max_output_tokens": 10}
+
+
+def _one(tmp_path: Path, data: object) -> dict[str, ModelInfo]:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return load_model_table(path)
+
+
+class TestTableBounds:
+    """Each check of a user table at its bound: what is taken, and what is refused by name."""
+
+    @pytest.mark.parametrize(
+        ("changes", "limits"),
+        [
+            ({"context_window": 1, "max_output_tokens": 1}, (1, 1, None)),
+            ({"max_output_tokens": 100}, (100, 100, None)),  # output may fill the window
+            ({"max_input_tokens": 100}, (100, 10, 100)),  # so may the input cap
+            ({"max_input_tokens": 1}, (100, 10, 1)),
+            ({"verified": True, "note": "", "aliases": []}, (100, 10, None)),
+            ({"verified": False, "aliases": ["ACME-1", "acme-one"]}, (100, 10, None)),  # own id
+        ],
+    )
+    def test_an_entry_at_its_bounds_is_taken(
+        self, tmp_path: Path, changes: dict[str, Any], limits: tuple[Any, ...]
+    ) -> None:
+        table = _one(tmp_path, {"models": [{**ACME, **changes}]})
+        info = table["acme-1"]
+        assert (info.context_window, info.max_output_tokens, info.max_input_tokens) == limits
+        assert set(table) == {"acme-1", *(a.lower() for a in changes.get("aliases", []))}
+
+    @pytest.mark.parametrize(
+        ("changes", "problem"),
+        [
+            ({"context_window": 0}, "context_window must be a positive integer, not 0"),
+            ({"max_output_tokens": 101}, "max_output_tokens (101) exceeds context_window (100)"),
+            ({"max_input_tokens": 101}, "max_input_tokens (101) exceeds context_window (100)"),
+            ({"max_input_tokens": 0}, "max_input_tokens must be a positive integer, not 0"),
+            ({"aliases": [" "]}, "aliases must be a list of non-empty strings"),
+            ({"aliases": [5]}, "aliases must be a list of non-empty strings"),
+            ({"verified": "yes"}, "verified must be true or false"),
+            ({"note": 5}, "note must be a string"),
+            ({"source": ""}, "source must be a non-empty string, not ''"),
+            ({"id": "  "}, "id must be a non-empty string, not '  '"),
+            ({"provider": 5}, "provider must be a non-empty string, not 5"),
+        ],
+    )
+    def test_an_entry_past_a_bound_is_refused(
+        self, tmp_path: Path, changes: dict[str, Any], problem: str
+    ) -> None:
+        with pytest.raises(ModelTableError, match=re.escape(problem)):
+            _one(tmp_path, {"models": [{**ACME, **changes}]})
+
+    def test_a_user_table_names_itself_as_every_entry_source(self, tmp_path: Path) -> None:
+        table = _one(tmp_path, {"models": [{**ACME, "source": "https://acme.example/models"}]})
+        assert table["acme-1"].source == str(tmp_path / "t.json")
+
+    def test_the_shipped_entries_keep_their_own_sources(self) -> None:
+        info = lookup_model("claude-sonnet-4-5")
+        assert info is not None
+        assert info.source.startswith("https://")
+
+    @pytest.mark.parametrize(
+        ("data", "problem"),
+        [
+            ([], "(top level): must be an object with a 'models' list"),
+            ({"providers": [], "models": []}, "providers: must be an object of objects"),
+            ({"providers": {"acme": 5}, "models": []}, "providers: must be an object of objects"),
+            ({"models": [5]}, "models[0]: must be an object"),
+            ({"models": [ACME, ACME]}, "id 'acme-1' appears twice"),
+        ],
+    )
+    def test_a_malformed_table_is_refused(self, tmp_path: Path, data: object, problem: str) -> None:
+        with pytest.raises(ModelTableError, match=re.escape(problem)):
+            _one(tmp_path, data)
+
+    def test_providers_of_objects_are_taken(self, tmp_path: Path) -> None:
+        table = _one(tmp_path, {"providers": {"acme": {"sources": []}}, "models": [ACME]})
+        assert list(table) == ["acme-1"]
+
+    def test_a_model_info_is_a_frozen_value(self) -> None:
+        info = lookup_model("claude-sonnet-4-5")
+        assert info is not None
+        with pytest.raises(AttributeError):
+            info.context_window = 1  # type: ignore[misc]
+        assert not hasattr(info, "__dict__")
+
+
+class TestCandidateBounds:
+    @pytest.mark.parametrize(("prefixes", "found"), [(1, True), (63, True), (64, False)])
+    def test_at_most_64_spellings_are_tried(self, prefixes: int, found: bool) -> None:
+        """Each route prefix peeled is one more spelling; the 65th is not tried."""
+        model_id = "r/" * prefixes + "claude-sonnet-4-5"
+        assert (lookup_model(model_id) is not None) is found
+
+    @pytest.mark.parametrize(
+        "model_id",
+        [
+            "anthropic/claude-sonnet-4-5-20250929",  # a route, then a date
+            "openrouter/anthropic/claude-sonnet-4-5:thinking",  # two routes, then a tag
+            "anthropic:claude-sonnet-4-5-latest",  # a provider prefix, then -latest
+        ],
+    )
+    def test_decorations_are_peeled_one_after_another(self, model_id: str) -> None:
+        assert _resolved_id(model_id) == _resolved_id("claude-sonnet-4-5")
+
+    @pytest.mark.parametrize("model_id", ["", "   "])
+    def test_an_empty_id_is_unknown(self, model_id: str) -> None:
+        assert lookup_model(model_id) is None
+
+
+class TestOverrideBounds:
+    def test_an_override_of_another_model_leaves_this_one_to_the_table(self) -> None:
+        overrides = {"gpt-4o": {"context_window": 64_000}}
+        assert lookup_model("claude-sonnet-4-5", overrides=overrides) == lookup_model(
+            "claude-sonnet-4-5"
+        )
+
+    @pytest.mark.parametrize(("key", "shown"), [("", "''"), ("  ", "'  '"), (5, "5")])
+    def test_an_override_key_must_be_a_model_id(self, key: Any, shown: str) -> None:
+        with pytest.raises(ModelTableError, match="keys must be non-empty model ids") as caught:
+            lookup_model("acme-1", overrides={key: ACME})
+        assert caught.value.entry == shown
+
+    def test_warnings_point_at_the_caller(self) -> None:
+        with pytest.warns(UnknownModelWarning) as caught:
+            model_window("acme-unknown-1")
+        assert caught[0].filename == __file__
+
+    def test_the_missing_window_warning_points_at_the_caller(self) -> None:
+        with pytest.warns(UnknownModelWarning, match="no model and no context_window") as caught:
+            ContextSession()
+        assert caught[0].filename == __file__

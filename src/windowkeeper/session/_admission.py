@@ -65,7 +65,8 @@ _FIELDS = ("tokens_in", "tokens_out", "cache_writes", "cache_reads")
 def admit_timestamp(value: Any, name: str = "timestamp") -> int:
     """``value`` as a timestamp in milliseconds since the epoch, or :class:`ConfigurationError`."""
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_STATE_INT:
-        hint = " (milliseconds, not nanoseconds?)" if isinstance(value, int) and value > 0 else ""
+        too_large = isinstance(value, int) and value >= MAX_STATE_INT  # nanoseconds, say
+        hint = " (milliseconds, not nanoseconds?)" if too_large else ""
         raise ConfigurationError(
             f"{name} must be milliseconds since the epoch, an integer from 0 to below"
             f" 10**15{hint}, got {value!r:.40}"

@@ -337,10 +337,18 @@ class CalibratedEstimator:
         if not isinstance(errors, list) or len(errors) > _MARGIN_WINDOW:
             raise ValueError(f"calibration.errors: expected at most {_MARGIN_WINDOW} pairs")
         pairs = [tuple(_numbers(e, 2, "calibration.errors[]")) for e in errors]
+        if any(weight <= 0 for _, weight in pairs):  # a weight is a predicted size
+            raise ValueError("calibration.errors[]: expected weights > 0")
         raw_anchor, raw_first = value.get("anchor"), value.get("first")
         anchor = None if raw_anchor is None else _read_anchor(raw_anchor, 9, "calibration.anchor")
         first = None if raw_first is None else _read_anchor(raw_first, 7, "calibration.first")
-        if ratio[0] <= 0 or ratio[2] <= 0 or not 0 <= ratio[3] <= 1 or ratio[5] <= 0:
+        if (
+            ratio[0] <= 0
+            or ratio[1] <= 0
+            or ratio[2] <= 0
+            or not 0 <= ratio[3] <= 1
+            or ratio[5] <= 0
+        ):
             raise ValueError("calibration.ratio: out of range")
         calibration = _Calibration(ratio[2], self._calibration.thinking)
         for name, number in zip(_CALIBRATION_FIELDS, ratio, strict=True):

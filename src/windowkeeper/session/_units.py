@@ -183,11 +183,14 @@ def tools_units(tools: Any) -> int:
     return total
 
 
+_BYTES = (bytes, bytearray)
+
+
 def parts(value: Any) -> tuple[Any, ...] | None:
     """What a system prompt or tool list is made of, to notice a change by identity."""
     if value is None or isinstance(value, str):
         return (value,)
-    if isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+    if isinstance(value, Sequence) and not isinstance(value, _BYTES):
         return tuple(value)
     return None  # not a valid value: measuring it raises
 
