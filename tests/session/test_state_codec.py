@@ -327,6 +327,7 @@ class TestSyncCuts:
             ([2, 7], 3, None),  # nothing left to hide before the last message
             ([3, 7], 5, [3, 3]),
             ([3, 7], 4, None),
+            ([2, -1], 1, [2, -1]),  # the core's empty range hides nothing: no cut reaches it
         ],
     )
     def test_the_hidden_range_leaves_the_last_message_visible(

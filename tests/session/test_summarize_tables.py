@@ -12,8 +12,15 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import ConfigurationError, SummaryRequest
-from windowkeeper.session.steps import SummarizeTurns, is_async_summarizer
+from windowkeeper import ConfigurationError, OverwriteStore, SummaryRequest
+from windowkeeper.session import SessionState
+from windowkeeper.session.steps import (
+    Draft,
+    HideOldTurns,
+    SummarizeTurns,
+    is_async_summarizer,
+    run_steps,
+)
 
 from .policy_tables import TASK, actions, session, turn
 
@@ -225,3 +232,130 @@ def test_an_async_summarizer_is_one_whose_call_is_a_coroutine(
     summarizer: object, answer: bool
 ) -> None:
     assert is_async_summarizer(summarizer) is answer
+
+
+def _numbered(count: int = 21) -> list[dict[str, Any]]:
+    """The task, then user and assistant messages in turn (odd ones answer), ending with a user
+    message: message 19 answers the newest turn, message 20."""
+    view: list[dict[str, Any]] = [{"role": "user", "content": "task"}]
+    for index in range(1, count):
+        role = "assistant" if index % 2 else "user"
+        view.append({"role": role, "content": f"{index}:" + "x" * 400})
+    return view
+
+
+NUMBERED = _numbered()
+
+
+def _draft(fold_cost: int, limit: float, target: float, state: SessionState | None = None) -> Draft:
+    """A draft of :data:`NUMBERED` measured by hand: 100 tokens a message sent, and
+    ``fold_cost`` for a continuation, whatever its text; a state whose fold does not end
+    where its hidden range ends is refused."""
+
+    def size(state: SessionState) -> int:
+        hidden = state.deleted_range
+        fold = state.compaction.fold
+        # a state weighed must be one a session could hold: a fold ends where the range does
+        assert fold is None or (hidden is not None and fold.end == hidden[1]), state
+        sent = sum(1 for i in range(len(NUMBERED)) if i < 2 or hidden is None or i > hidden[1])
+        return 100 * sent + (fold_cost if fold is not None else 0)
+
+    state = state or SessionState()
+    return Draft(
+        history=NUMBERED,
+        state=state,
+        store=OverwriteStore(),
+        view_of=lambda state: NUMBERED,
+        measure=lambda view, state: (list(view), size(state)),
+        replace_reads=lambda view, start, now: set(),
+        view=NUMBERED,
+        messages=list(NUMBERED),
+        estimate=size(state),
+        now=1,
+        limit=limit,
+        target=target,
+        may_fold=True,
+    )
+
+
+class TestAFoldSendsNoMoreThanTruncation:
+    """The cut moves past the fold point to the earliest assistant message at which the fold
+    sends no more than plain truncation would; failing that, to the latest (message 19).
+
+    :data:`NUMBERED` is 21 messages of 100 tokens; a fold at assistant message ``c`` hides
+    2..c-1 and sends 23 - c messages and its continuation (``fold_cost``), so it fits when
+    ``100 * (23 - c) + fold_cost`` is at most what truncation sends (``plain``, checked against
+    :class:`HideOldTurns` on the same draft). With 1,500 tokens kept the fold point is 7; with
+    1,800 it is 3; a range (2, 4) already hidden leaves point 7 or 11.
+    """
+
+    @pytest.mark.parametrize(
+        ("keep", "fold_cost", "limit", "target", "plain", "end"),
+        [
+            # 2,100 tokens, half of it not over the limit: half the turns go, then more: 900
+            (1_500, 0, 1_500, 1_200, 900, 14),  # 100 * (23 - 15) = 800 fits at 15, not at 13
+            (1_500, 100, 1_500, 1_200, 900, 14),  # 900 fits: no larger is enough
+            (1_500, 250, 1_500, 1_200, 900, 16),
+            (1_500, 450, 1_500, 1_200, 900, 18),  # 400 + 450 at message 19
+            (1_500, 650, 1_500, 1_200, 900, 18),  # nothing fits: the latest cut
+            (1_800, 0, 1_500, 1_200, 900, 14),  # from point 3, eight cuts to choose from
+            (1_800, 250, 1_500, 1_200, 900, 16),
+            (1_800, 650, 1_500, 1_200, 900, 18),
+            # a target of the whole limit: one round of truncation (1,300) is enough
+            (1_500, 0, 1_500, 1_500, 1_300, 10),  # 1,200 fits at 11
+            (1_500, 250, 1_500, 1_500, 1_300, 12),
+            (1_500, 450, 1_500, 1_500, 1_300, 14),
+            (1_500, 650, 1_500, 1_500, 1_300, 16),
+            (1_800, 0, 1_500, 1_500, 1_300, 10),
+            (1_800, 650, 1_500, 1_500, 1_300, 16),
+            # half the request (1,050) exactly at the limit: still half the turns first
+            (1_500, 0, 1_050, 900, 900, 14),
+            # one token under it: a quarter first, and truncation sends less (700)
+            (1_500, 0, 1_049, 900, 700, 16),
+            (1_500, 250, 1_049, 900, 700, 18),
+            (1_500, 0, 1_000, 600, 500, 18),
+        ],
+    )
+    def test_the_cut(
+        self, *, keep: int, fold_cost: int, limit: int, target: int, plain: int, end: int
+    ) -> None:
+        truncated = _draft(fold_cost, limit, target)
+        run_steps([HideOldTurns()], truncated)
+        assert truncated.estimate == plain
+        draft = _draft(fold_cost, limit, target)
+        action = SummarizeTurns(keep_recent_tokens=keep).apply(draft)
+        assert action is not None
+        assert (action.step, action.deleted_range) == ("summarize", (2, end))
+        assert action.messages == tuple(range(2, end + 1))
+        assert draft.state.deleted_range == (2, end)
+
+    @pytest.mark.parametrize(
+        ("keep", "fold_cost", "end"),
+        [(1_000, 0, 12), (1_000, 250, 14), (1_500, 450, 16)],
+    )
+    def test_with_turns_hidden_already(self, keep: int, fold_cost: int, end: int) -> None:
+        """(2, 4) hidden: 1,800 tokens; truncation hides (2, 11) and sends 1,100."""
+        state = SessionState(deleted_range=(2, 4))
+        truncated = _draft(fold_cost, 1_500, 1_200, state)
+        run_steps([HideOldTurns()], truncated)
+        assert (truncated.deleted_range, truncated.estimate) == ((2, 11), 1_100)
+        draft = _draft(fold_cost, 1_500, 1_200, state)
+        action = SummarizeTurns(keep_recent_tokens=keep).apply(draft)
+        assert action is not None
+        assert action.deleted_range == (2, end)
+        assert action.messages == tuple(range(5, end + 1))  # from the first message visible
+
+    def test_a_ledger_only_fold_that_still_sends_more_is_shortened(self) -> None:
+        """At the latest cut the fold sends 400 + ``fold_cost`` against truncation's 900: the
+        continuation (ledger only) loses three characters for each token over."""
+        texts = {}
+        for fold_cost in (450, 650, 1_000):
+            step = SummarizeTurns(keep_recent_tokens=1_500)
+            draft = _draft(fold_cost, 1_500, 1_200)
+            step.apply(draft)
+            fold = draft.state.compaction.fold
+            assert fold is not None
+            texts[fold_cost] = fold.text
+        full = step.text(None, step.ledgers.ledger(NUMBERED, 19))
+        assert texts[450] == full  # it fits: nothing to shorten
+        assert len(texts[1_000]) <= len(full) - 500 * 3 < len(texts[650]) <= len(full) - 150 * 3
