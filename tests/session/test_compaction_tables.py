@@ -3,7 +3,9 @@
 A session with compaction on keeps its fold counters in the persisted state
 (:class:`~windowkeeper.session.CompactionState`); these rows open a session on a stored state and
 a small history, prepare one request, and state what compaction decided: when a paused session
-resumes summarizing, and what it reports.
+resumes summarizing, and what it reports; then what each reply to an in-band ask is taken for.
+Last, :class:`~windowkeeper.session._compaction.Compaction`'s counting rules as the pure
+functions of a state they are: the exact state each gives back for hand-made actions.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from typing import Any, ClassVar
 import pytest
 
 from windowkeeper import ContextSession
+from windowkeeper.session import CompactionState, SessionState
+from windowkeeper.session._compaction import Compaction
+from windowkeeper.session.steps import REFOLD, Action, SummarizeTurns
 from windowkeeper.storage import Snapshot
 
 from ..counters import RuleCounter
@@ -160,3 +165,83 @@ class TestTheReplyToAnAsk:
         assert again.summary_requested
         assert again.messages == asked.messages
         assert keeper.state.compaction.pending == (11, 13)
+
+
+def _fold(before: int, after: int) -> Action:
+    return Action("summarize", deleted_range=(2, 5), tokens_before=before, tokens_after=after)
+
+
+class TestCountingFolds:
+    """:meth:`Compaction.counted`: a fold that frees less than a tenth of the request is poor;
+    two poor ones in a row pause summarizing until the history has a fifth more messages."""
+
+    compaction = Compaction(SummarizeTurns())
+
+    @pytest.mark.parametrize(
+        ("before", "after", "poor"),
+        [(1_000, 900, False), (1_000, 901, True), (1_000, 0, False), (1_000, 1_000, True)],
+    )
+    def test_a_fold_that_frees_less_than_a_tenth_is_poor(
+        self, before: int, after: int, poor: bool
+    ) -> None:
+        state = SessionState(requests=7, compaction=CompactionState(folds=3, declined=1))
+        counted, paused = self.compaction.counted(state, [_fold(before, after)], 40)
+        assert counted == SessionState(
+            requests=7,
+            compaction=CompactionState(folds=4, poor_folds=int(poor), folded_at=7, declined=0),
+        )
+        assert paused is None
+
+    def test_a_good_fold_clears_the_poor_count(self) -> None:
+        state = SessionState(compaction=CompactionState(poor_folds=1))
+        counted, paused = self.compaction.counted(state, [_fold(1_000, 500)], 40)
+        assert (counted.compaction.poor_folds, paused) == (0, None)
+
+    def test_the_second_poor_fold_in_a_row_pauses(self) -> None:
+        state = SessionState(requests=9, compaction=CompactionState(folds=1, poor_folds=1))
+        counted, paused = self.compaction.counted(state, [_fold(1_000, 950)], 40)
+        assert counted.compaction == CompactionState(
+            folds=2, poor_folds=2, folded_at=9, paused_at=40
+        )
+        assert paused == Action(
+            "summarize-paused",
+            reason="2 folds in a row freed less than 10% of the request: no new summary until"
+            " the history has 48 messages",
+        )
+
+    def test_a_paused_session_is_not_paused_again(self) -> None:
+        state = SessionState(compaction=CompactionState(poor_folds=2, paused_at=30))
+        counted, paused = self.compaction.counted(state, [_fold(1_000, 950)], 40)
+        assert (counted.compaction.paused_at, counted.compaction.poor_folds, paused) == (
+            30,
+            3,
+            None,
+        )
+
+    def test_a_refold_counts_only_for_the_next_ask(self) -> None:
+        state = SessionState(requests=5, compaction=CompactionState(folds=2, poor_folds=1))
+        counted, paused = self.compaction.counted(state, [Action(REFOLD, deleted_range=(2, 9))], 40)
+        assert counted.compaction == CompactionState(folds=2, poor_folds=1, folded_at=5)
+        assert paused is None
+
+    def test_other_steps_are_not_counted(self) -> None:
+        state = SessionState(requests=5, compaction=CompactionState(poor_folds=1))
+        actions = [Action("hide-turns", deleted_range=(2, 9), tokens_before=900, tokens_after=899)]
+        assert self.compaction.counted(state, actions, 40) == (state, None)
+
+    @pytest.mark.parametrize(
+        ("compaction", "requests", "may"),
+        [
+            (CompactionState(), 0, True),  # no fold yet: even the first request may ask
+            (CompactionState(folded_at=4), 5, False),  # the request right after a fold
+            (CompactionState(folded_at=4), 6, True),
+            (CompactionState(folded_at=0), 1, False),
+            (CompactionState(folded_at=0), 2, True),
+            (CompactionState(folded_at=None, paused_at=10), 3, False),
+        ],
+    )
+    def test_when_a_new_summary_may_be_asked_for(
+        self, compaction: CompactionState, requests: int, may: bool
+    ) -> None:
+        state = SessionState(requests=requests, compaction=compaction)
+        assert self.compaction.may_summarize(state) is may
