@@ -179,7 +179,13 @@ class TestCountingFolds:
 
     @pytest.mark.parametrize(
         ("before", "after", "poor"),
-        [(1_000, 900, False), (1_000, 901, True), (1_000, 0, False), (1_000, 1_000, True)],
+        [
+            (1_000, 900, False),
+            (1_000, 901, True),
+            (1_000, 0, False),
+            (1_000, 1_000, True),
+            (1, 0, False),  # all of it freed, however small
+        ],
     )
     def test_a_fold_that_frees_less_than_a_tenth_is_poor(
         self, before: int, after: int, poor: bool
