@@ -15,13 +15,13 @@ from typing import Any, ClassVar
 import pytest
 
 from windowkeeper import ContextSession
-from windowkeeper.session import CompactionState, SessionState
+from windowkeeper.session import CompactionState, Fold, SessionState
 from windowkeeper.session._compaction import Compaction
 from windowkeeper.session.steps import REFOLD, Action, SummarizeTurns
 from windowkeeper.storage import Snapshot
 
 from ..counters import RuleCounter
-from .policy_tables import Clock, Held, tokens
+from .policy_tables import TASK, Clock, Held, tokens, turn
 from .test_policy_tables_compaction import _asked
 from .test_state_codec import stored
 
@@ -251,3 +251,81 @@ class TestCountingFolds:
     ) -> None:
         state = SessionState(requests=requests, compaction=compaction)
         assert self.compaction.may_summarize(state) is may
+
+
+READS = [TASK, *(message for number in range(6) for message in turn(number, 50))]
+
+
+class TestCoveringWhatIsHidden:
+    """:meth:`Compaction.cover_hidden`: every hidden turn is in the continuation's ledger. The
+    history is the task and six reads (m0.py at messages 1-2, ..., m5.py at 11-12)."""
+
+    compaction = Compaction(SummarizeTurns())
+
+    def test_nothing_hidden_needs_no_continuation(self) -> None:
+        assert self.compaction.cover_hidden(SessionState(), READS) is None
+
+    @pytest.mark.parametrize("end", [6, 8])
+    def test_a_fold_that_reaches_the_range_covers_it(self, end: int) -> None:
+        state = SessionState(
+            deleted_range=(2, 6), compaction=CompactionState(fold=Fold(end, "t", "S"))
+        )
+        assert self.compaction.cover_hidden(state, READS) is None
+
+    def test_turns_hidden_with_no_fold_get_a_ledger_only_one(self) -> None:
+        covered = self.compaction.cover_hidden(SessionState(deleted_range=(2, 6)), READS)
+        assert covered is not None
+        fold = covered.compaction.fold
+        assert fold is not None
+        assert (fold.end, fold.summary, covered.deleted_range) == (6, None, (2, 6))
+        assert "Files read: m0.py, m1.py, m2.py\n" in fold.text  # up to the range's end
+        assert "No summary of them is available" in fold.text
+
+    def test_turns_hidden_past_the_fold_join_its_ledger_with_its_summary(self) -> None:
+        state = SessionState(
+            deleted_range=(2, 8), compaction=CompactionState(fold=Fold(6, "old", "S"))
+        )
+        covered = self.compaction.cover_hidden(state, READS)
+        assert covered is not None
+        fold = covered.compaction.fold
+        assert fold is not None
+        assert (fold.end, fold.summary) == (8, "S")
+        assert "\n\nS\n\n" in fold.text
+        assert "Files read: m0.py, m1.py, m2.py, m3.py\n" in fold.text
+
+
+class TestTighteningTheFold:
+    """:meth:`Compaction.tightened`: the last remedy shortens the fold's text by four
+    characters for each token over, down to 300 characters, and keeps later folds as short."""
+
+    def test_no_fold_or_a_fold_of_three_hundred_characters_cannot_go_shorter(self) -> None:
+        compaction = Compaction(SummarizeTurns())
+        assert compaction.tightened(SessionState(deleted_range=(2, 6)), READS, 10) is None
+        short = SessionState(
+            deleted_range=(2, 6), compaction=CompactionState(fold=Fold(6, "y" * 300, None))
+        )
+        assert compaction.tightened(short, READS, 10) is None
+
+    @pytest.mark.parametrize(
+        ("length", "excess", "budget"), [(2_000, 100, 1_600), (2_000, 450, 300)]
+    )
+    def test_the_text_is_cut_to_the_budget(self, length: int, excess: int, budget: int) -> None:
+        compaction = Compaction(SummarizeTurns())
+        state = SessionState(
+            deleted_range=(2, 6), compaction=CompactionState(fold=Fold(6, "y" * length, "S"))
+        )
+        tightened = compaction.tightened(state, READS, excess)
+        assert tightened is not None
+        fold = tightened.compaction.fold
+        assert fold is not None
+        assert (fold.end, fold.summary) == (6, "S")
+        assert len(fold.text) <= budget
+        assert "Files read: m0.py, m1.py, m2.py\n" in fold.text or budget == 300
+        assert compaction.step.budget_chars == budget
+        assert tightened.deleted_range == (2, 6)
+
+    def test_a_text_already_as_short_as_the_budget_is_left(self) -> None:
+        compaction = Compaction(SummarizeTurns())
+        covered = compaction.cover_hidden(SessionState(deleted_range=(2, 6)), READS)
+        assert covered is not None
+        assert compaction.tightened(covered, READS, 0) is None  # no shorter text to give
