@@ -329,3 +329,124 @@ class TestTighteningTheFold:
         covered = compaction.cover_hidden(SessionState(deleted_range=(2, 6)), READS)
         assert covered is not None
         assert compaction.tightened(covered, READS, 0) is None  # no shorter text to give
+
+
+SUMMARY_REPLY = {"role": "assistant", "content": "SUMMARY"}
+ASKED = CompactionState(pending=(7, 13), folds=1, declined=1)
+
+
+class TestAdoptingTheReply:
+    """:meth:`Compaction.adopt`, after an ask made at a history of 13 messages (:data:`READS`)
+    to fold before message 7."""
+
+    compaction = Compaction(SummarizeTurns())
+
+    def test_no_ask_no_change(self) -> None:
+        state = SessionState(requests=3)
+        assert self.compaction.adopt(state, [*READS, SUMMARY_REPLY]) == (state, None)
+
+    def test_no_reply_yet_the_ask_stands(self) -> None:
+        state = SessionState(compaction=ASKED)
+        assert self.compaction.adopt(state, READS) == (state, None)
+
+    @pytest.mark.parametrize(("current", "start"), [(None, 2), ((2, 4), 5)])
+    def test_a_summary_is_folded_in(self, current: tuple[int, int] | None, start: int) -> None:
+        state = SessionState(deleted_range=current, generation=2, requests=4, compaction=ASKED)
+        adopted, action = self.compaction.adopt(state, [*READS, SUMMARY_REPLY])
+        assert action == Action(
+            "summarize-in-band", messages=tuple(range(start, 7)), deleted_range=(2, 6)
+        )
+        fold = adopted.compaction.fold
+        assert fold is not None
+        assert (fold.end, fold.summary) == (6, "SUMMARY")
+        assert "Files read: m0.py, m1.py, m2.py\n" in fold.text
+        assert adopted.compaction == CompactionState(
+            fold=fold, folds=2, folded_at=4, excluded=(13,), declined=0
+        )
+        assert (adopted.deleted_range, adopted.generation) == ((2, 6), 3)
+
+    @pytest.mark.parametrize(("current", "folds"), [((2, 6), False), ((2, 5), True)])
+    def test_a_range_that_already_reaches_the_point_leaves_nothing_to_fold(
+        self, current: tuple[int, int], folds: bool
+    ) -> None:
+        state = SessionState(deleted_range=current, compaction=ASKED)
+        adopted, action = self.compaction.adopt(state, [*READS, SUMMARY_REPLY])
+        assert (action is not None) is folds
+        if not folds:
+            assert adopted == SessionState(
+                deleted_range=current, compaction=CompactionState(folds=1, declined=1)
+            )
+
+    @pytest.mark.parametrize(
+        ("declined", "reply", "excluded", "reason"),
+        [
+            (0, "", (13,), "an empty reply to the in-band ask: asked again later"),
+            (1, "", (13,), "an empty reply to the in-band ask: no more asks until the next fold"),
+            (
+                0,
+                [{"type": "tool_use", "id": "t9", "name": "Read", "input": {}}],
+                (),
+                "a reply that is not a summary to the in-band ask: asked again later",
+            ),
+        ],
+    )
+    def test_anything_else_is_declined(
+        self, declined: int, reply: Any, excluded: tuple[int, ...], reason: str
+    ) -> None:
+        state = SessionState(compaction=CompactionState(pending=(7, 13), declined=declined))
+        adopted, action = self.compaction.adopt(
+            state, [*READS, {"role": "assistant", "content": reply}]
+        )
+        assert action == Action("summary-declined", reason=reason)
+        assert adopted == SessionState(
+            compaction=CompactionState(declined=declined + 1, excluded=excluded)
+        )
+
+
+class TestAsking:
+    """:meth:`Compaction.ask` on :data:`READS` (whose latest turn starts at message 12, so a
+    fold keeping one token verbatim is made before message 11); every request measures 500."""
+
+    @staticmethod
+    def _ask(state: SessionState, limit: float = 1_000, keep: int = 1) -> Any:
+        compaction = Compaction(SummarizeTurns(keep_recent_tokens=keep))
+        return compaction.ask(
+            state,
+            view=READS,
+            messages=READS,
+            history_length=13,
+            estimate=lambda messages: 500,
+            limit=limit,
+        )
+
+    def test_the_ask_is_the_request_with_the_instruction_and_remembers_its_point(self) -> None:
+        asked = self._ask(SessionState(compaction=CompactionState(declined=1)))
+        assert asked is not None
+        state, messages, size = asked
+        assert state.compaction == CompactionState(declined=1, pending=(11, 13))
+        assert messages[:-1] == READS[:-1]
+        assert messages[-1]["content"][:-1] == READS[-1]["content"]
+        assert messages[-1]["content"][-1]["text"].startswith("[windowkeeper: context compaction]")
+        assert size == 500
+
+    @pytest.mark.parametrize(("limit", "asks"), [(500, True), (499, False)])
+    def test_an_ask_that_does_not_fit_is_not_made(self, limit: int, asks: bool) -> None:
+        assert (self._ask(SessionState(), limit=limit) is not None) is asks
+
+    def test_two_declined_asks_stop_asking(self) -> None:
+        assert self._ask(SessionState(compaction=CompactionState(declined=2))) is None
+
+    def test_a_pending_ask_keeps_its_point(self) -> None:
+        asked = self._ask(SessionState(compaction=CompactionState(pending=(5, 9))))
+        assert asked is not None
+        assert asked[0].compaction.pending == (5, 13)
+
+    def test_no_fold_point_no_ask(self) -> None:
+        assert self._ask(SessionState(), keep=10**6) is None
+
+    @pytest.mark.parametrize(("summary", "asks"), [("s" * 400, False), ("s" * 4, True)])
+    def test_after_a_fold_only_when_enough_is_new(self, summary: str, asks: bool) -> None:
+        """From message 2 to the point: 9 messages, about 300 tokens, against 8 times the
+        summary's size (808 tokens for 400 characters, 16 for 4)."""
+        state = SessionState(compaction=CompactionState(fold=Fold(1, "text", summary)))
+        assert (self._ask(state) is not None) is asks
