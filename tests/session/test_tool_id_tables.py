@@ -117,3 +117,33 @@ def test_a_cut_frees_the_ids_of_the_turns_it_drops(kept: int) -> None:
     whole.extend([*HISTORY[:kept], *HISTORY[9:]])
     assert _prepared(keeper) == _prepared(whole)
     assert _prepared(keeper)[-1] == (["x", "x_2"], ["x", "x_2"])
+
+
+RENAMES = [
+    (3, 1, "call_0_2"),
+    (3, 2, "call_1_2"),
+    (7, 1, "call_0_2_2"),
+    (7, 2, "call_0_3"),
+    (9, 2, "x_2"),
+]
+
+
+@pytest.mark.parametrize(
+    ("hidden", "reported"),
+    [
+        (None, RENAMES),
+        ((2, 4), RENAMES[2:]),  # the renamed message 3 is not sent: not reported
+        ((2, 6), RENAMES[2:]),  # message 7 is the first sent after the range
+        ((2, 8), RENAMES[4:]),
+    ],
+)
+def test_each_rename_sent_is_reported_as_a_repair(
+    hidden: tuple[int, int] | None, reported: list[tuple[int, int, str]]
+) -> None:
+    keeper = ContextSession(100_000)
+    keeper.extend(HISTORY)
+    keeper.deleted_range = hidden
+    assert [(r.path, r.detail) for r in keeper.prepare().repairs] == [
+        (f"history[{index}].content[{position}].id", f"a tool_use id used before: sent as {new!r}")
+        for index, position, new in reported
+    ]
