@@ -444,9 +444,13 @@ class TestAsking:
     def test_no_fold_point_no_ask(self) -> None:
         assert self._ask(SessionState(), keep=10**6) is None
 
-    @pytest.mark.parametrize(("summary", "asks"), [("s" * 400, False), ("s" * 4, True)])
+    @pytest.mark.parametrize(
+        ("summary", "asks"),
+        [("s" * 400, False), ("s" * 168, False), ("s" * 164, True), ("s" * 4, True)],
+    )
     def test_after_a_fold_only_when_enough_is_new(self, summary: str, asks: bool) -> None:
-        """From message 2 to the point: 9 messages, about 300 tokens, against 8 times the
-        summary's size (808 tokens for 400 characters, 16 for 4)."""
+        """From message 2 to the point: 9 messages of 336 tokens (12 + 36 + 39 + ... by four
+        characters of JSON a token), against 8 times the summary's ``len // 4 + 1`` tokens:
+        336 for 164 characters (enough, exactly), 344 for 168."""
         state = SessionState(compaction=CompactionState(fold=Fold(1, "text", summary)))
         assert (self._ask(state) is not None) is asks
