@@ -449,7 +449,7 @@ class TestAsking:
         [("s" * 400, False), ("s" * 168, False), ("s" * 164, True), ("s" * 4, True)],
     )
     def test_after_a_fold_only_when_enough_is_new(self, summary: str, asks: bool) -> None:
-        """From message 2 to the point: 9 messages of 336 tokens (12 + 36 + 39 + ... by four
+        """From message 2 to the point: 9 messages of 336 tokens (36 + 39 + 36 + ... at four
         characters of JSON a token), against 8 times the summary's ``len // 4 + 1`` tokens:
         336 for 164 characters (enough, exactly), 344 for 168."""
         state = SessionState(compaction=CompactionState(fold=Fold(1, "text", summary)))
