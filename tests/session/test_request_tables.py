@@ -11,6 +11,7 @@ import pytest
 from windowkeeper import ContextSession
 
 from .policy_tables import TRUNCATION_NOTICE
+from .test_policy_tables_compaction import _asked
 
 NOTICE = {"type": "text", "text": TRUNCATION_NOTICE}
 OPENING = "[The conversation opens with the assistant's message that follows.]"
@@ -108,3 +109,17 @@ def test_a_range_of_one_message_is_noticed_too() -> None:
         {"type": "text", "text": "Fix the parser."},
         {"type": "text", "text": "u3"},
     ]
+
+
+def test_the_continuation_is_the_same_object_while_the_fold_stands() -> None:
+    keeper, _ = _asked()
+    keeper.append({"role": "assistant", "content": "SUMMARY"})
+    folded = keeper.prepare().messages
+    keeper.extend([{"role": "assistant", "content": "next"}, {"role": "user", "content": "go"}])
+    later = keeper.prepare().messages
+    assert later[2] is folded[2]  # the cached prefix stays the same
+    assert later[2]["content"][0] == {
+        "type": "tool_result",
+        "tool_use_id": "t0",
+        "content": "[windowkeeper: this result was folded into the summary that follows]",
+    }
