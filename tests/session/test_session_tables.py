@@ -1,0 +1,62 @@
+"""The session's own arithmetic, row by row: what a usage report teaches the counter, what a
+sync reports, and the bound on the verbatim tail a fold may keep."""
+
+from __future__ import annotations
+
+import pytest
+
+from windowkeeper import ConfigurationError, ContextSession, Synced, TokenUsage
+
+from ..counters import RuleCounter
+from .policy_tables import TASK, tokens, turn
+
+
+def test_a_report_teaches_the_counter_every_input_token_cached_or_not() -> None:
+    counter = RuleCounter(tokens)
+    keeper = ContextSession(10_000, counter=counter)
+    keeper.extend([TASK, *turn(0, 10)])
+    prepared = keeper.prepare()
+    assert prepared.estimated_tokens == tokens(prepared.messages)  # no output reserved by default
+    keeper.record_usage(TokenUsage(tokens_in=100, tokens_out=5, cache_writes=20, cache_reads=30))
+    assert counter.observed == 150
+
+
+def test_a_report_before_any_request_teaches_nothing() -> None:
+    counter = RuleCounter(tokens)
+    keeper = ContextSession(10_000, counter=counter)
+    keeper.extend([TASK, *turn(0, 10)])
+    keeper.record_usage(TokenUsage(tokens_in=100, tokens_out=5))
+    assert counter.observed is None
+
+
+@pytest.mark.parametrize(
+    ("wanted", "synced"),
+    [
+        ([TASK, *turn(0, 10)], Synced(kept=3, appended=0, dropped=0)),
+        ([TASK, *turn(0, 10), *turn(1, 10)], Synced(kept=3, appended=2, dropped=0)),
+        ([TASK, {"role": "assistant", "content": "x"}], Synced(kept=1, appended=1, dropped=2)),
+        (
+            [{"role": "user", "content": "other"}],
+            Synced(kept=0, appended=1, dropped=3, restarted=True),
+        ),
+    ],
+)
+def test_what_a_sync_reports(wanted: list[dict[str, object]], synced: Synced) -> None:
+    keeper = ContextSession(10_000)
+    keeper.extend([TASK, *turn(0, 10)])
+    assert keeper.sync(wanted) == synced
+    assert keeper.history == wanted
+
+
+@pytest.mark.parametrize(("keep", "taken"), [(4_000, True), (4_001, False)])
+def test_the_tail_kept_may_be_at_most_half_the_limit(keep: int, taken: bool) -> None:
+    """A 10,000-token window has a limit of 8,000: a fold keeping more than 4,000 tokens
+    verbatim could free nothing."""
+    if taken:
+        ContextSession(10_000, summarize=True, keep_recent_tokens=keep)
+        return
+    with pytest.raises(ConfigurationError) as raised:
+        ContextSession(10_000, summarize=True, keep_recent_tokens=keep)
+    assert str(raised.value) == (
+        "keep_recent_tokens=4,001 is over half the limit (8,000 tokens): a fold could free nothing"
+    )
