@@ -147,3 +147,14 @@ def test_each_rename_sent_is_reported_as_a_repair(
         (f"history[{index}].content[{position}].id", f"a tool_use id used before: sent as {new!r}")
         for index, position, new in reported
     ]
+
+
+def test_a_greeting_that_calls_one_id_twice_is_renamed_too() -> None:
+    """Message 0 may be the assistant's (a greeting): its calls are renamed like any other."""
+    blocks = [{"type": "tool_use", "id": "x", "name": "Read", "input": {"n": n}} for n in (0, 1)]
+    greeting = {"role": "assistant", "content": [{"type": "text", "text": "hi"}, *blocks]}
+    keeper = ContextSession(100_000)
+    keeper.extend([greeting, _results("x", "x")])
+    messages = keeper.prepare().messages
+    assert _sent_ids(messages[1:]) == [(["x", "x_2"], ["x", "x_2"])]
+    assert [b["content"] for b in messages[2]["content"]] == ["r0", "r1"]
