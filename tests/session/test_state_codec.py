@@ -5,19 +5,22 @@ session opened on a snapshot reads it into :attr:`ContextSession.state`, and its
 writes it back. These rows give hand-written stored values and the exact state they load as,
 the exact value a commit writes, and every malformed value refused with where it was wrong;
 each bound is tried at, below and above it. Then ``sync`` cuts: what a shorter history keeps
-of the hidden range, the fold, the ask, the clips and the excluded replies.
+of the hidden range, the fold, the ask, the clips and the excluded replies. Last, the window
+and the counter's calibration a state carries beside its decisions.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pytest
 
-from windowkeeper import Clip, ContextSession, TaskFolderError, TokenUsage
+from windowkeeper import Clip, ContextSession, ContextWindowInfo, TaskFolderError, TokenUsage
 from windowkeeper.session import CompactionState, Fold, SessionState
 from windowkeeper.storage import Snapshot
 
+from ..counters import RuleCounter
 from .policy_tables import Held
 
 HISTORY = [
@@ -355,3 +358,104 @@ class TestSyncCuts:
         state = self._cut(value, 7)
         assert state.clips == (Clip(6, 0, 9),)
         assert state.compaction.excluded == (6,)
+
+
+class TestTheStoredWindow:
+    """A session opened with no window and no model takes the window stored with its state
+    (``[context_window, max_allowed_size]``), else warns and assumes the default one."""
+
+    @staticmethod
+    def _window(stored_window: Any) -> tuple[ContextWindowInfo, list[str]]:
+        backend = Held(
+            Snapshot(version=4, history=HISTORY, state={**stored(), "window": stored_window})
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            keeper = ContextSession(store=backend)
+        return keeper.window, [str(warning.message) for warning in caught]
+
+    @pytest.mark.parametrize(
+        ("value", "limit"),
+        [
+            ([20_000, 15_000], 15_000.0),
+            ([20_000, 20_000], 20_000.0),  # a limit of the whole window is taken
+            ([20_000, 1], 1.0),
+            # a limit past the window, or none readable: the window's own limit
+            ([20_000, 20_001], 16_000.0),
+            ([20_000, 0], 16_000.0),
+            ([20_000, True], 16_000.0),
+            ([20_000, "x"], 16_000.0),
+        ],
+    )
+    def test_a_stored_window_is_taken(self, value: list[Any], limit: float) -> None:
+        window, warned = self._window(value)
+        assert (window.context_window, window.max_allowed_size, warned) == (20_000, limit, [])
+
+    @pytest.mark.parametrize(
+        "value", [[0, 100], [True, 1], [-5, 1], [2.5, 1], [20_000], [20_000, 1, 2], "x", None]
+    )
+    def test_an_unreadable_one_is_the_default_with_a_warning(self, value: Any) -> None:
+        window, warned = self._window(value)
+        assert window.context_window == 128_000
+        assert len(warned) == 1
+        assert warned[0].startswith("no model and no context_window given")
+
+    def test_a_window_given_wins(self) -> None:
+        backend = Held(
+            Snapshot(version=4, history=HISTORY, state={**stored(), "window": [20_000, 15_000]})
+        )
+        assert ContextSession(50_000, store=backend).window.context_window == 50_000
+
+
+class _Learnt:
+    """A counter that says what it learnt and takes it back (``state_value``/``load_state``)."""
+
+    def __init__(self, refuses: bool = False) -> None:
+        self.loaded: list[object] = []
+        self.refuses = refuses
+
+    def count(self, messages: Any, *, system: Any = None, tools: Any = None) -> int:
+        return 10
+
+    def observe(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def state_value(self) -> object:
+        return {"learnt": 3}
+
+    def load_state(self, value: object) -> None:
+        if self.refuses:
+            raise ValueError("not mine")
+        self.loaded.append(value)
+
+
+class TestTheStoredCalibration:
+    @staticmethod
+    def _opened(calibration: Any, counter: Any) -> Held:
+        state = {**stored(), "window": [20_000, 15_000]}
+        if calibration is not None:
+            state["calibration"] = calibration
+        backend = Held(Snapshot(version=4, history=HISTORY, state=state))
+        ContextSession(store=backend, counter=counter).append({"role": "user", "content": "m13"})
+        return backend
+
+    def test_a_counter_gets_back_what_it_learnt_and_writes_it_again(self) -> None:
+        counter = _Learnt()
+        backend = self._opened({"learnt": 2}, counter)
+        assert counter.loaded == [{"learnt": 2}]
+        assert backend.commits[-1].state["calibration"] == {"learnt": 3}
+        assert backend.commits[-1].state["window"] == [20_000, 15_000.0]
+
+    def test_without_a_stored_calibration_nothing_is_loaded(self) -> None:
+        counter = _Learnt()
+        self._opened(None, counter)
+        assert counter.loaded == []
+
+    def test_a_counter_that_cannot_take_it_back_is_left_as_made(self) -> None:
+        backend = self._opened({"learnt": 2}, RuleCounter(lambda m, s, t: 10))
+        assert "calibration" not in backend.commits[-1].state
+
+    def test_a_calibration_the_counter_refuses_is_an_unreadable_state(self) -> None:
+        with pytest.raises(TaskFolderError) as raised:
+            self._opened({"learnt": 2}, _Learnt(refuses=True))
+        assert str(raised.value) == "held (session state): unreadable session state: not mine"
