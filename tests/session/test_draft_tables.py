@@ -14,7 +14,7 @@ import pytest
 
 from windowkeeper import Clip, OverwriteStore, StepError
 from windowkeeper.session import Fold, SessionState
-from windowkeeper.session.steps import Draft, newest_turn
+from windowkeeper.session.steps import Action, Draft, newest_turn, run_steps
 
 USER, ASSISTANT = {"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}
 HISTORY = [USER, ASSISTANT, USER, ASSISTANT, USER, ASSISTANT, USER]  # 7 messages
@@ -23,7 +23,12 @@ HISTORY = [USER, ASSISTANT, USER, ASSISTANT, USER, ASSISTANT, USER]  # 7 message
 class _Draft:
     """A draft of :data:`HISTORY` whose measure is 10 a message sent (and counts its calls)."""
 
-    def __init__(self, state: SessionState | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        state: SessionState | None = None,
+        messages: list[dict[str, Any]] = HISTORY,
+        **options: Any,
+    ) -> None:
         self.renders = 0
         self.store = OverwriteStore()
         state = state or SessionState()
@@ -35,12 +40,8 @@ class _Draft:
             measure=self._measure,
             replace_reads=lambda view, start, now: set(),
             view=list(HISTORY),
-            messages=list(HISTORY),
-            estimate=70,
-            now=5,
-            limit=100,
-            target=80,
-            **options,
+            messages=list(messages),
+            **{"estimate": 70, "now": 5, "limit": 100, "target": 80, **options},
         )
 
     def _view(self, state: SessionState) -> list[dict[str, Any]]:
@@ -219,3 +220,92 @@ def test_an_edit_of_a_message_of_the_history_is_recorded(index: int) -> None:
 def test_an_edit_past_the_history_is_refused(index: int) -> None:
     with pytest.raises(StepError, match=f"^a step edited message {index}, not in the history$"):
         _Draft().draft.replace_text(index, 0, "new text")
+
+
+class _Clipper:
+    """A step that clips message 6 tighter each round, by ``cut`` characters (0: no change)."""
+
+    def __init__(self, name: str, *, repeats: bool = True, goal: str = "target", cut: int = 1):
+        self.name, self.repeats, self.goal, self.cut = name, repeats, goal, cut
+        self.calls = 0
+
+    def apply(self, draft: Draft) -> Action | None:
+        self.calls += 1
+        if self.cut == 0:
+            return Action(self.name)
+        draft.clip(Clip(6, 0, 10_000 - self.calls * self.cut))
+        return Action(self.name, clips=draft.clips)
+
+
+class _Shrinker:
+    """A step that hides one more message each round, 10 tokens each."""
+
+    name = "shrink"
+    repeats = True
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def apply(self, draft: Draft) -> Action | None:
+        self.calls += 1
+        end = 1 + self.calls
+        if end >= len(draft.history) - 1:
+            return None
+        draft.hide((2, end))
+        return Action(self.name, deleted_range=(2, end))
+
+
+class TestTheRunner:
+    """:func:`run_steps` over the hand-measured draft: 70 tokens, target 80, limit 100."""
+
+    @pytest.mark.parametrize(("target", "calls"), [(70, 0), (69, 1), (49, 3)])
+    def test_a_step_runs_while_the_request_is_over_its_target(
+        self, target: int, calls: int
+    ) -> None:
+        made = _Draft(target=target)
+        step = _Shrinker()
+        actions = run_steps([step], made.draft)
+        assert step.calls == calls
+        assert [(a.tokens_before, a.tokens_after) for a in actions] == [
+            (70 - 10 * n, 60 - 10 * n) for n in range(calls)
+        ]
+
+    def test_a_last_resort_works_down_to_the_limit_only(self) -> None:
+        made = _Draft(target=40)
+        made.draft.limit = 60
+        step = _Shrinker()
+        step.goal = "limit"  # type: ignore[attr-defined]
+        run_steps([step], made.draft)
+        assert (step.calls, made.draft.estimate) == (1, 60)
+
+    def test_a_step_that_does_not_repeat_runs_once(self) -> None:
+        made = _Draft(target=10)
+        step = _Shrinker()
+        step.repeats = False  # type: ignore[misc]
+        [action] = run_steps([step], made.draft)
+        assert (step.calls, action.deleted_range) == (1, (2, 2))
+
+    def test_an_action_that_changes_nothing_is_a_bug_in_its_step(self) -> None:
+        with pytest.raises(StepError) as raised:
+            run_steps([_Clipper("idle", cut=0)], _Draft(target=10).draft)
+        assert str(raised.value) == (
+            "step 'idle' reported Action(step='idle', messages=(), deleted_range=None, clips=(),"
+            " tokens_before=None, tokens_after=None, usage=None, reason=None) but changed"
+            " nothing in the request"
+        )
+
+    @pytest.mark.parametrize(
+        ("messages", "bound"),
+        [
+            (HISTORY, 16 + 4 * (7 + 7)),  # a block a message of text
+            ([{"role": "user", "content": [{"type": "text", "text": "a"}] * 3}], 16 + 4 * (3 + 1)),
+            ([], 16),
+        ],
+    )
+    def test_a_step_that_never_stops_is_stopped(
+        self, messages: list[dict[str, Any]], bound: int
+    ) -> None:
+        step = _Clipper("forever")
+        with pytest.raises(StepError, match=f"^step 'forever' did not stop after {bound} rounds$"):
+            run_steps([step], _Draft(messages=messages, target=-(10**9)).draft)
+        assert step.calls == bound
