@@ -14,7 +14,7 @@ import pytest
 
 from windowkeeper import Clip, OverwriteStore, StepError
 from windowkeeper.session import Fold, SessionState
-from windowkeeper.session.steps import Action, Draft, newest_turn, run_steps
+from windowkeeper.session.steps import Action, ClipLargeBlocks, Draft, newest_turn, run_steps
 
 USER, ASSISTANT = {"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}
 HISTORY = [USER, ASSISTANT, USER, ASSISTANT, USER, ASSISTANT, USER]  # 7 messages
@@ -27,19 +27,20 @@ class _Draft:
         self,
         state: SessionState | None = None,
         messages: list[dict[str, Any]] = HISTORY,
+        history: list[dict[str, Any]] = HISTORY,
         **options: Any,
     ) -> None:
         self.renders = 0
         self.store = OverwriteStore()
         state = state or SessionState()
         self.draft = Draft(
-            history=HISTORY,
+            history=history,
             state=state,
             store=self.store,
             view_of=self._view,
             measure=self._measure,
             replace_reads=lambda view, start, now: set(),
-            view=list(HISTORY),
+            view=list(history),
             messages=list(messages),
             **{"estimate": 70, "now": 5, "limit": 100, "target": 80, **options},
         )
@@ -309,3 +310,79 @@ class TestTheRunner:
         with pytest.raises(StepError, match=f"^step 'forever' did not stop after {bound} rounds$"):
             run_steps([step], _Draft(messages=messages, target=-(10**9)).draft)
         assert step.calls == bound
+
+
+def _result(size: int, call: str) -> dict[str, Any]:
+    content = [{"type": "tool_result", "tool_use_id": call, "content": "r" * size}]
+    return {"role": "user", "content": content}
+
+
+def _calling(call: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": call, "name": "R", "input": {}}],
+    }
+
+
+# an older result of 3,000 characters (message 4), the newest turn's of 5,000 and 2,000 (6-7)
+CLIPPED = [
+    USER,
+    ASSISTANT,
+    USER,
+    _calling("a"),
+    _result(3_000, "a"),
+    _calling("b"),
+    _result(5_000, "b"),
+    {"role": "user", "content": [{"type": "text", "text": "t" * 2_000}]},
+]
+
+
+class TestClipLargeBlocks:
+    """A request 10 tokens over its limit: 41 characters to cut (four a token, plus one)."""
+
+    @staticmethod
+    def _clips(rounds: int, state: SessionState | None = None) -> list[Clip]:
+        draft = _Draft(state, history=CLIPPED, estimate=110, limit=100).draft
+        step = ClipLargeBlocks()
+        made = []
+        for _ in range(rounds):
+            action = step.apply(draft)
+            assert action is not None
+            assert action.step == "clip-blocks"
+            [clip] = action.clips
+            assert action.messages == (clip.message_index,)
+            made.append(clip)
+        return made
+
+    def test_the_newest_turns_largest_block_first_then_cuts_double_from_the_third(self) -> None:
+        assert self._clips(5) == [
+            Clip(6, 0, 4_959),
+            Clip(6, 0, 4_918),  # the second in a row: the excess again
+            Clip(6, 0, 4_790),  # the third: at least 64 << 1
+            Clip(6, 0, 4_534),  # 64 << 2
+            Clip(6, 0, 4_022),
+        ]
+
+    def test_a_block_cut_to_the_minimum_gives_way_to_the_next(self) -> None:
+        state = SessionState(clips=(Clip(6, 0, 1_000),))
+        assert self._clips(2, state) == [Clip(7, 0, 1_959), Clip(7, 0, 1_918)]
+
+    def test_older_blocks_are_cut_once_the_newest_turn_is_at_the_minimum(self) -> None:
+        state = SessionState(clips=(Clip(6, 0, 1_000), Clip(7, 0, 1_000)))
+        assert self._clips(1, state) == [Clip(4, 0, 2_959)]
+
+    def test_nothing_left_to_cut_ends_the_step(self) -> None:
+        state = SessionState(clips=(Clip(4, 0, 1_000), Clip(6, 0, 1_000), Clip(7, 0, 1_000)))
+        draft = _Draft(state, history=CLIPPED, estimate=110, limit=100).draft
+        assert ClipLargeBlocks().apply(draft) is None
+
+    def test_hidden_messages_are_never_cut(self) -> None:
+        state = SessionState(deleted_range=(2, 4), clips=(Clip(6, 0, 1_000), Clip(7, 0, 1_000)))
+        draft = _Draft(state, history=CLIPPED, estimate=110, limit=100).draft
+        assert ClipLargeBlocks().apply(draft) is None
+
+    def test_a_cut_never_goes_below_the_minimum(self) -> None:
+        draft = _Draft(history=CLIPPED, estimate=10_000, limit=100).draft
+        action = ClipLargeBlocks().apply(draft)
+        assert action is not None
+        assert action.clips == (Clip(6, 0, 1_000),)

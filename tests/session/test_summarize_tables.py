@@ -359,3 +359,37 @@ class TestAFoldSendsNoMoreThanTruncation:
         full = step.text(None, step.ledgers.ledger(NUMBERED, 19))
         assert texts[450] == full  # it fits: nothing to shorten
         assert len(texts[1_000]) <= len(full) - 500 * 3 < len(texts[650]) <= len(full) - 150 * 3
+
+
+class TestHideOldTurns:
+    """One round of :class:`HideOldTurns` on :data:`NUMBERED` (2,100 tokens): half the turns,
+    or a quarter while half the request is still over the limit; never the newest turn's answer
+    (message 19)."""
+
+    @pytest.mark.parametrize(
+        ("limit", "state", "hidden"),
+        [
+            (1_500, None, (2, 9)),
+            (1_050, None, (2, 9)),  # half the request exactly at the limit: half
+            (1_049, None, (2, 15)),  # over it: a quarter is kept
+            (1_500, SessionState(deleted_range=(2, 9)), (2, 13)),
+            (1_500, SessionState(deleted_range=(2, 13)), (2, 15)),
+            (1_500, SessionState(deleted_range=(2, 15)), (2, 17)),
+        ],
+    )
+    def test_one_round(
+        self, limit: int, state: SessionState | None, hidden: tuple[int, int]
+    ) -> None:
+        draft = _draft(0, limit, 0, state)
+        action = HideOldTurns().apply(draft)
+        assert action is not None
+        assert (action.step, action.deleted_range, draft.deleted_range) == (
+            "hide-turns",
+            hidden,
+            hidden,
+        )
+
+    def test_nothing_left_to_hide_before_the_newest_answer(self) -> None:
+        draft = _draft(0, 100, 0, SessionState(deleted_range=(2, 17)))  # 19 is next: kept
+        assert HideOldTurns().apply(draft) is None
+        assert HideOldTurns.repeats
