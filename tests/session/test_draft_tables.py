@@ -12,9 +12,16 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import Clip, OverwriteStore, StepError
+from windowkeeper import Clip, ConfigurationError, OverwriteStore, StepError
 from windowkeeper.session import Fold, SessionState
-from windowkeeper.session.steps import Action, ClipLargeBlocks, Draft, newest_turn, run_steps
+from windowkeeper.session.steps import (
+    Action,
+    ClipLargeBlocks,
+    Draft,
+    MaskOldOutputs,
+    newest_turn,
+    run_steps,
+)
 
 USER, ASSISTANT = {"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}
 HISTORY = [USER, ASSISTANT, USER, ASSISTANT, USER, ASSISTANT, USER]  # 7 messages
@@ -386,3 +393,29 @@ class TestClipLargeBlocks:
         action = ClipLargeBlocks().apply(draft)
         assert action is not None
         assert action.clips == (Clip(6, 0, 1_000),)
+
+
+class TestMaskOldOutputs:
+    @pytest.mark.parametrize("keep", [-1, True, 1.5, "2", None])
+    def test_keep_recent_must_be_a_count(self, keep: Any) -> None:
+        with pytest.raises(ConfigurationError) as raised:
+            MaskOldOutputs(keep)
+        assert str(raised.value) == f"keep_recent must be a non-negative int, got {keep!r}"
+
+    @pytest.mark.parametrize("keep", [0, 1, 5])
+    def test_a_count_is_taken(self, keep: int) -> None:
+        assert MaskOldOutputs(keep).keep_recent == keep
+
+    def test_by_default_the_last_two_outputs_stay_and_it_runs_once(self) -> None:
+        assert MaskOldOutputs().keep_recent == 2
+        assert not MaskOldOutputs.repeats
+
+    def test_nothing_to_mask_passes(self) -> None:
+        assert MaskOldOutputs(0).apply(_Draft().draft) is None  # no tool outputs at all
+
+    def test_the_outputs_before_the_kept_ones_are_masked(self) -> None:
+        made = _Draft(history=CLIPPED)
+        action = MaskOldOutputs(0).apply(made.draft)
+        assert action == Action("mask-outputs", messages=(4,))  # 6-7 are the newest turn
+        assert made.store.has_update(4, 0)
+        assert not made.store.has_update(6, 0)
