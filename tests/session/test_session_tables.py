@@ -8,7 +8,7 @@ import pytest
 from windowkeeper import ConfigurationError, ContextSession, Synced, TokenUsage
 
 from ..counters import RuleCounter
-from .policy_tables import TASK, tokens, turn
+from .policy_tables import TASK, session, tokens, turn
 
 
 def test_a_report_teaches_the_counter_every_input_token_cached_or_not() -> None:
@@ -60,3 +60,17 @@ def test_the_tail_kept_may_be_at_most_half_the_limit(keep: int, taken: bool) -> 
     assert str(raised.value) == (
         "keep_recent_tokens=4,001 is over half the limit (8,000 tokens): a fold could free nothing"
     )
+
+
+def test_the_edits_of_messages_a_sync_drops_go_with_them() -> None:
+    """Hiding wrote the truncation notice over message 1; a sync back to the task alone drops
+    message 1, and the message 1 appended next is sent as written."""
+    keeper = session(3_000, mask_keep_recent=None)
+    keeper.append(TASK)
+    for number in range(6):
+        keeper.extend(turn(number, 2_000))
+    assert keeper.prepare().messages[1]["content"][0]["text"].startswith("[NOTE] Some previous")
+    keeper.sync([TASK])
+    fresh = {"role": "assistant", "content": [{"type": "text", "text": "fresh"}]}
+    keeper.extend([fresh, {"role": "user", "content": "go"}])
+    assert keeper.prepare().messages[1] == fresh
