@@ -44,7 +44,9 @@ def test_a_report_before_any_request_teaches_nothing() -> None:
 def test_what_a_sync_reports(wanted: list[dict[str, object]], synced: Synced) -> None:
     keeper = ContextSession(10_000)
     keeper.extend([TASK, *turn(0, 10)])
-    assert keeper.sync(wanted) == synced
+    result = keeper.sync(wanted)
+    assert result == synced
+    assert (result.dropped, result.restarted) == (synced.dropped, wanted[0] != TASK)
     assert keeper.history == wanted
 
 
