@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from windowkeeper import ConfigurationError, ContextSession, Synced, TokenUsage
+from windowkeeper import ConfigurationError, ContextSession, Prepared, Synced, TokenUsage
 
 from ..counters import RuleCounter
 from .policy_tables import TASK, session, tokens, turn
@@ -76,3 +76,19 @@ def test_the_edits_of_messages_a_sync_drops_go_with_them() -> None:
     fresh = {"role": "assistant", "content": [{"type": "text", "text": "fresh"}]}
     keeper.extend([fresh, {"role": "user", "content": "go"}])
     assert keeper.prepare().messages[1] == fresh
+
+
+def test_a_prepared_request_made_by_hand_reports_nothing_it_was_not_told() -> None:
+    """A caller's own Prepared (a test double, a replay) states only what it is given."""
+    prepared = Prepared(
+        messages=[TASK],
+        deleted_range=None,
+        range_changed=False,
+        replaced_reads=0,
+        estimated_tokens=5,
+        max_allowed_size=8_000.0,
+        preflight_acted=False,
+    )
+    assert (prepared.clipped, prepared.repairs, prepared.actions) == ((), (), ())
+    assert (prepared.ignored_stale_usage, prepared.summary_requested) == (False, False)
+    assert Synced(kept=2, appended=1) == Synced(kept=2, appended=1, dropped=0, restarted=False)
