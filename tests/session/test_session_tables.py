@@ -92,3 +92,34 @@ def test_a_prepared_request_made_by_hand_reports_nothing_it_was_not_told() -> No
     assert (prepared.clipped, prepared.repairs, prepared.actions) == ((), (), ())
     assert (prepared.ignored_stale_usage, prepared.summary_requested) == (False, False)
     assert Synced(kept=2, appended=1) == Synced(kept=2, appended=1, dropped=0, restarted=False)
+
+
+def _sized(total: int) -> list[dict[str, object]]:
+    """The task, five reads of 4,000 characters and a last user text: ``total`` tokens by the
+    tables' counter (four characters a token, five a message)."""
+    history: list[dict[str, object]] = [TASK]
+    for number in range(5):
+        history += turn(number, 4_000)
+    history.append({"role": "assistant", "content": "ok"})
+    base = tokens([*history, {"role": "user", "content": ""}])
+    history.append({"role": "user", "content": "x" * ((total - base) * 4)})
+    assert tokens(history) == total
+    return history
+
+
+@pytest.mark.parametrize(("total", "shrunk"), [(8_000, False), (8_001, True)])
+def test_a_request_at_the_limit_is_sent_as_it_is(total: int, shrunk: bool) -> None:
+    keeper = session(10_000, mask_keep_recent=None)  # a limit of 8,000
+    keeper.extend(_sized(total))
+    prepared = keeper.prepare()
+    assert prepared.preflight_acted is shrunk
+    assert (prepared.estimated_tokens == total) is not shrunk
+
+
+@pytest.mark.parametrize(("total", "asks"), [(6_800, False), (6_801, True)])
+def test_an_in_band_ask_is_made_past_the_share_of_the_limit(total: int, asks: bool) -> None:
+    """85 % of the 8,000-token limit is 6,800: a request of exactly that does not ask."""
+    keeper = session(10_000, summarize="in-band", keep_recent_tokens=100, mask_keep_recent=None)
+    keeper.extend(_sized(total))
+    prepared = keeper.prepare()
+    assert (prepared.summary_requested, prepared.preflight_acted) == (asks, False)
