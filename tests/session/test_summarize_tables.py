@@ -295,6 +295,7 @@ class TestAFoldSendsNoMoreThanTruncation:
             # 2,100 tokens, half of it not over the limit: half the turns go, then more: 900
             (1_500, 0, 1_500, 1_200, 900, 14),  # 100 * (23 - 15) = 800 fits at 15, not at 13
             (1_500, 100, 1_500, 1_200, 900, 14),  # 900 fits: no larger is enough
+            (1_500, 101, 1_500, 1_200, 900, 16),  # one token over at 15: the next cut
             (1_500, 250, 1_500, 1_200, 900, 16),
             (1_500, 450, 1_500, 1_200, 900, 18),  # 400 + 450 at message 19
             (1_500, 650, 1_500, 1_200, 900, 18),  # nothing fits: the latest cut
