@@ -123,6 +123,7 @@ class TestTheReplyToAnAsk:
             [{"type": "redacted_thinking", "data": "d"}],
             [{"type": "text", "text": "  "}],
             [{"type": "text", "text": " "}, THINKING],
+            [{**THINKING, "text": "stray"}],  # only a text block's text is text
             "",
         ],
     )
