@@ -394,3 +394,38 @@ class TestHideOldTurns:
         draft = _draft(0, 100, 0, SessionState(deleted_range=(2, 17)))  # 19 is next: kept
         assert HideOldTurns().apply(draft) is None
         assert HideOldTurns.repeats
+
+
+class TestAFoldPointThatFitsAlready:
+    """With 600 tokens kept the fold point is 15 (cuts 17 and 19 after it), with one token it
+    is 19, the newest turn's answer (no later cut). Truncation sends 1,300 (target 1,500)."""
+
+    @staticmethod
+    def _fold(keep: int, fold_cost: int, target: int = 1_500) -> tuple[Any, str, str]:
+        step = SummarizeTurns(keep_recent_tokens=keep)
+        draft = _draft(fold_cost, 1_500, target)
+        action = step.apply(draft)
+        assert action is not None
+        fold = draft.state.compaction.fold
+        assert fold is not None
+        end = action.deleted_range[1]
+        return action, fold.text, step.text(None, step.ledgers.ledger(NUMBERED, end + 1))
+
+    @pytest.mark.parametrize(("fold_cost", "end"), [(500, 14), (501, 16), (0, 14)])
+    def test_the_point_is_kept_when_it_sends_no_more_than_truncation(
+        self, fold_cost: int, end: int
+    ) -> None:
+        """At 15: 800 + ``fold_cost`` against 1,300; one token over moves the cut to 17."""
+        action, text, full = self._fold(600, fold_cost)
+        assert action.deleted_range == (2, end)
+        assert text == full  # it fits: the continuation is not shortened
+
+    @pytest.mark.parametrize(("fold_cost", "shortened"), [(0, False), (500, False), (501, True)])
+    def test_with_no_later_cut_the_excess_shortens_a_ledger_only_fold(
+        self, fold_cost: int, shortened: bool
+    ) -> None:
+        """At 19: 400 + ``fold_cost`` against truncation's 900 (target 1,200)."""
+        action, text, full = self._fold(1, fold_cost, target=1_200)
+        assert action.deleted_range == (2, 18)
+        assert (text != full) is shortened
+        assert len(text) <= len(full)
