@@ -63,6 +63,7 @@ ALLOWED: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "windowkeeper._record": ("test_record.py",),
         "windowkeeper.session._calibration": ("session/test_policy_tables_floors.py",),
+        "windowkeeper.session._compaction": ("session/test_compaction_tables.py",),
         "windowkeeper.rules._anthropic": ("rules/test_rules.py",),
         "windowkeeper.rules._openai": ("rules/test_rules.py",),
         "windowkeeper.rules._responses": ("rules/test_rules.py",),
