@@ -51,8 +51,10 @@ Mapping rules:
   in both modes.
 - **Dropped.** ``summary`` records are branch titles, not conversation; ``system`` records,
   snapshots, queue operations and progress are bookkeeping; assistant records flagged
-  ``isApiErrorMessage`` are error notices Claude Code showed, not model output. Empty text
-  blocks are dropped, and a message left empty with them. Block types other than ``text``,
+  ``isApiErrorMessage`` are error notices Claude Code showed, not model output. Empty and
+  blank text blocks are dropped (the API refuses a text of only whitespace, so Claude Code never
+  sends the ``"\n\n"`` text it records before a response's thinking), and a message left empty
+  with them. Block types other than ``text``,
   ``image``, ``document``, ``thinking``, ``redacted_thinking``, ``tool_use`` and ``tool_result``
   (e.g. ``server_tool_use``), and record types not listed above, are dropped and reported in
   ``Transcript.unknown``; ``tool_reference`` blocks of a tool result (the tools a ToolSearch
@@ -401,7 +403,7 @@ class _Reader:
         block_type = block["type"]
         if block_type == "text":
             text = _field(block, "text", str, where)
-            return text_block(text) if text else None
+            return text_block(text) if text.strip() else None
         if block_type == "tool_use" and role == "assistant":
             call_id = _field(block, "id", str, where)
             if not call_id:
