@@ -16,33 +16,16 @@ import pytest
 
 from windowkeeper import ContextSession, validate_messages
 
-
-def _call(number: int, path: str) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": [
-            {"type": "text", "text": f"Reading {path}."},
-            {
-                "type": "tool_use",
-                "id": f"toolu_{number}",
-                "name": "Read",
-                "input": {"file_path": path},
-            },
-        ],
-    }
-
-
-def _result(number: int, text: str) -> dict[str, Any]:
-    return {
-        "role": "user",
-        "content": [{"type": "tool_result", "tool_use_id": f"toolu_{number}", "content": text}],
-    }
+from .policy_tables import call, result
 
 
 def _history(turns: int) -> list[dict[str, Any]]:
     history: list[dict[str, Any]] = [{"role": "user", "content": "Refactor the parser."}]
     for number in range(1, turns + 1):
-        history += [_call(number, f"f{number}.py"), _result(number, f"line {number}\n" * 20)]
+        history += [
+            call(number, file_path=f"f{number}.py"),
+            result(number, f"line {number}\n" * 20),
+        ]
     return history
 
 
@@ -62,8 +45,8 @@ def test_the_newest_results_are_sent_with_their_call(reported: int) -> None:
     """Two turns, usage over the limit (half or quarter keep): the newest results and the call
     they answer are both in the request, which the provider accepts."""
     prepared = _prepared(_history(2), reported)
-    assert _result_ids(prepared.messages[-1]) == ["toolu_2"]
-    assert prepared.messages[-2]["content"][1]["id"] == "toolu_2"
+    assert _result_ids(prepared.messages[-1]) == ["t2"]
+    assert prepared.messages[-2]["content"][1]["id"] == "t2"
     assert validate_messages(prepared.messages) == []
 
 
@@ -72,16 +55,16 @@ def test_a_range_short_of_the_newest_turn_is_the_originals() -> None:
     newest turn's answer: its range is taken as it is."""
     prepared = _prepared(_history(6), 200_000)
     assert prepared.deleted_range == (2, 9)
-    assert _result_ids(prepared.messages[-1]) == ["toolu_6"]
-    assert prepared.messages[-2]["content"][1]["id"] == "toolu_6"
+    assert _result_ids(prepared.messages[-1]) == ["t6"]
+    assert prepared.messages[-2]["content"][1]["id"] == "t6"
 
 
 def test_the_pre_flight_still_makes_it_fit() -> None:
     """When the decision is left out, the pre-flight shrinks a request over the window: the
     newest turn whole, the request within the limit."""
     history = _history(2)
-    history[2] = _result(1, "x = 1\n" * 40_000)
+    history[2] = result(1, "x = 1\n" * 40_000)
     prepared = _prepared(history, 60_000)
     assert prepared.estimated_tokens <= prepared.max_allowed_size
-    assert _result_ids(prepared.messages[-1]) == ["toolu_2"]
+    assert _result_ids(prepared.messages[-1]) == ["t2"]
     assert validate_messages(prepared.messages) == []
