@@ -9,22 +9,12 @@ is what the agent sent and a request built from it keeps its thinking first.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 import pytest
 
 from windowkeeper import ContextSession, validate_messages
 from windowkeeper.transcripts.claude_code import parse_claude_code
 
-
-def _line(kind: str, uuid: str, parent: str | None, content: Any, response: str = "") -> str:
-    message: dict[str, Any] = {"role": kind, "content": content}
-    record: dict[str, Any] = {"parentUuid": parent, "isSidechain": False, "type": kind}
-    if kind == "assistant":
-        message |= {"id": f"msg_{response}", "model": "claude-x"}
-        record["requestId"] = f"req_{response}"
-    return json.dumps({**record, "message": message, "uuid": uuid})
+from .claude_lines import line, results
 
 
 def _session(blank: str) -> str:
@@ -32,17 +22,12 @@ def _session(blank: str) -> str:
     thinking = {"type": "thinking", "thinking": "Look at the file first.", "signature": "sig-1"}
     call = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a.py"}}
     lines = [
-        _line("user", "u-1", None, "Fix the bug in a.py."),
-        _line("assistant", "a-1", "u-1", [{"type": "text", "text": blank}], "1"),
-        _line("assistant", "a-2", "a-1", [thinking], "1"),
-        _line("assistant", "a-3", "a-2", [{"type": "text", "text": "Reading it."}], "1"),
-        _line("assistant", "a-4", "a-3", [call], "1"),
-        _line(
-            "user",
-            "u-2",
-            "a-4",
-            [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x = 1"}],
-        ),
+        line("user", "u-1", None, "Fix the bug in a.py."),
+        line("assistant", "a-1", "u-1", [{"type": "text", "text": blank}], "1"),
+        line("assistant", "a-2", "a-1", [thinking], "1"),
+        line("assistant", "a-3", "a-2", [{"type": "text", "text": "Reading it."}], "1"),
+        line("assistant", "a-4", "a-3", [call], "1"),
+        line("user", "u-2", "a-4", results(("toolu_1", "x = 1"))),
     ]
     return "\n".join(lines) + "\n"
 

@@ -10,41 +10,23 @@ history is valid and nothing the file holds is lost.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from windowkeeper import validate_messages
 from windowkeeper.transcripts.claude_code import parse_claude_code
 
-
-def _line(kind: str, uuid: str, parent: str | None, content: Any, **extra: Any) -> str:
-    message: dict[str, Any] = {"role": kind, "content": content}
-    if kind == "assistant":
-        message |= {"id": f"msg_{uuid}", "model": "claude-x"}
-    record = {"parentUuid": parent, "isSidechain": False, "type": kind, **extra}
-    return json.dumps({**record, "message": message, "uuid": uuid})
+from .claude_lines import line, results
 
 
 def _cut_session(result: Any) -> str:
     """Starts with the results of two calls made before the file (parent not in the file)."""
     call = {"type": "tool_use", "id": "toolu_new", "name": "Read", "input": {"file_path": "b.py"}}
     lines = [
-        _line(
-            "user",
-            "u-1",
-            "earlier-record",
-            [
-                {"type": "tool_result", "tool_use_id": "toolu_old1", "content": result},
-                {"type": "tool_result", "tool_use_id": "toolu_old2", "content": "ok"},
-            ],
+        line(
+            "user", "u-1", "earlier-record", results(("toolu_old1", result), ("toolu_old2", "ok"))
         ),
-        _line("assistant", "a-1", "u-1", [{"type": "text", "text": "Next, b.py."}, call]),
-        _line(
-            "user",
-            "u-2",
-            "a-1",
-            [{"type": "tool_result", "tool_use_id": "toolu_new", "content": "b = 2"}],
-        ),
+        line("assistant", "a-1", "u-1", [{"type": "text", "text": "Next, b.py."}, call]),
+        line("user", "u-2", "a-1", results(("toolu_new", "b = 2"))),
     ]
     return "\n".join(lines) + "\n"
 
