@@ -343,11 +343,13 @@ class LedgerBuilder:
             line = command
         else:
             return None
-        # the line quotes the argv for a shell: a path with a quote would be read back garbled
-        if not argv_patch and ("*** Begin Patch" in line or "\n+++ " in line):
-            self._patched(line)
-        for path in shell_write_paths(line):
-            self._edited.add(path, normalize_path(path))
+        # the line quotes the argv for a shell: a path with a quote would be read back garbled,
+        # and the patch's own text (its code's quotes and "=>") read as redirections
+        if not argv_patch:
+            if "*** Begin Patch" in line or "\n+++ " in line:
+                self._patched(line)
+            for path in shell_write_paths(line):
+                self._edited.add(path, normalize_path(path))
         read = shell_read_path(command)
         if read is not None:
             self._read.add(read, normalize_path(read))

@@ -2,7 +2,11 @@
 
 Before the pre-flight looks at a request, the session makes the decision Cline's context manager
 makes (replace duplicate reads, truncate) from the usage reported for the request before, unless
-that usage is stale (the range grew since that request was prepared).
+that usage is stale (the range grew since that request was prepared), or the range it would
+grow to hides the assistant message whose tool calls the newest turn answers. That happens on a
+short rest (a quarter of three messages hides two): the newest tool results would be stripped
+as orphans and the caller's newest message lost. The decision is then left to the pre-flight,
+whose hiding step keeps that answer, as it keeps it on every request.
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from collections.abc import Sequence
 
 from ..cline._manager import ContextManager
 from ..core._messages import Message
+from ..core._truncation import Keep, next_range
+from ..core._usage import TokenUsage
 from ..core._window import ContextWindowInfo
 from ._state import SessionState
-from .steps import Action
+from .steps import Action, newest_turn
 
 __all__ = ["Decision", "decide_from_usage"]
 
@@ -57,10 +63,13 @@ def decide_from_usage(
     """The original's decision over ``view``; ``compacting`` leaves truncation to the fold."""
     usage = state.usage
     stale = usage is not None and state.usage_generation != state.generation
+    decides = usage is not None and not stale
+    if decides and not compacting and _hides_newest_answer(view, state, usage, window):
+        decides = False
     manager.last_replaced = frozenset()
     result = manager.get_new_context_messages_and_metadata(
         view,
-        usage=None if stale else usage,
+        usage=usage if decides else None,
         timestamp=state.usage_timestamp,  # edits are dated by the request, as in the original
         context_window=window,
         deleted_range=state.deleted_range,
@@ -83,4 +92,37 @@ def decide_from_usage(
         replaced=replaced,
         range_changed=range_changed,
         stale=stale,
+    )
+
+
+def _hides_newest_answer(
+    view: Sequence[Message],
+    state: SessionState,
+    usage: TokenUsage | None,
+    window: ContextWindowInfo,
+) -> bool:
+    """Whether the range the original would grow to from ``usage`` reaches the assistant message
+    whose tool calls the newest turn's tool_results answer (the keep is the original's: a
+    quarter when half the reported size still exceeds the limit)."""
+    if usage is None or usage.total < window.max_allowed_size:
+        return False  # the original decides nothing
+    keep = Keep.QUARTER if usage.total / 2 > window.max_allowed_size else Keep.HALF
+    current = state.deleted_range
+    end_now = current[1] if current is not None else 1
+    newest = newest_turn(view)
+    answer = newest.start - 1
+    if not end_now < next_range(view, current, keep)[1] >= answer:
+        return False
+    calls = {block.get("id") for block in _blocks(view[answer]) if block.get("type") == "tool_use"}
+    return any(
+        block.get("type") == "tool_result" and block.get("tool_use_id") in calls
+        for index in newest
+        for block in _blocks(view[index])
+    )
+
+
+def _blocks(message: Message) -> list[Message]:
+    content = message.get("content")
+    return (
+        [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
     )

@@ -7,7 +7,8 @@ Two kinds of call change files without naming them in an input key of their own:
   ``*** Delete File:`` / ``*** Move to:`` headers of the patch format, and the ``+++ b/path``
   lines of a unified diff (the ``--- a/path`` line when the file is deleted);
 - a shell command: the target of an output redirection (``> file``, ``>> file``, ``&> file``),
-  the files of ``tee`` and of an in-place ``sed -i``. Here-document bodies are skipped, as are
+  the files of ``tee`` and of an in-place ``sed -i``. A quoted word or a backslash-continued
+  line spanning line breaks belongs to one command. Here-document bodies are skipped, as are
   ``/dev/...`` and Windows device targets (``> nul``), descriptor duplications (``2>&1``) and
   targets known only when the command runs (``> $out``).
 
@@ -99,16 +100,44 @@ def _lines_without_heredocs(command: str) -> list[str]:
     return lines
 
 
-def _tokens(line: str) -> list[str]:
+def _commands(lines: list[str]) -> list[str]:
+    """The lines joined into commands: a line whose quote is still open, or that ends with a
+    backslash, goes on with the next (a multi-line ``sed`` script or ``python -c`` program
+    is one command); a command still open at the end is kept as it stands."""
+    commands: list[str] = []
+    text: str | None = None
+    joint = ""
+    for line in lines:
+        text = line if text is None else text + joint + line
+        if text.endswith("\\") and _split(text[:-1]) is not None:
+            text, joint = text[:-1], " "  # a continued line: the shell drops backslash-newline
+        elif _split(text) is None:
+            joint = "\n"  # inside a quote the line break is part of the word
+        else:
+            commands.append(text)
+            text = None
+    if text is not None:
+        commands.append(text)
+    return commands
+
+
+def _split(text: str) -> list[str] | None:
+    """The words of ``text`` as a shell reads them, or None while a quote is open."""
     import shlex  # noqa: PLC0415 - a shell command's, read only when one is masked or folded
 
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = ""
     try:
         return list(lexer)
-    except ValueError:  # an unclosed quote: read what can be read, word by word
-        return line.split()
+    except ValueError:
+        return None
+
+
+def _tokens(command: str) -> list[str]:
+    words = _split(command)
+    # an unclosed quote: read what can be read, word by word
+    return words if words is not None else command.split()
 
 
 _NOT_FILES = frozenset({"nul", "con", "prn", "aux"})  # Windows devices: "> nul"
@@ -141,6 +170,10 @@ def _sed_files(words: list[str]) -> list[str]:
             in_place = True
         elif word == "-":
             pass  # standard input, which sed -i refuses to edit: not a file written
+        elif word == "-i" and at + 1 < len(words) and not words[at + 1]:
+            in_place = True  # BSD sed: "-i ''", an empty backup suffix of its own
+            at += 2
+            continue
         elif word.startswith("-"):
             # a cluster of short options; "-i" may carry a suffix ("-i.bak", "-ni")
             in_place = in_place or (not word.startswith("--") and "i" in word[1:].split(".")[0])
@@ -171,7 +204,7 @@ def _command_writes(words: list[str]) -> list[str]:
 def shell_write_paths(command: str) -> list[str]:
     """The files ``command`` visibly writes, in order, each once (see the module docstring)."""
     found: list[str] = []
-    for line in _lines_without_heredocs(command):
+    for line in _commands(_lines_without_heredocs(command)):
         words = _tokens(line)
         simple: list[str] = []
         at = 0

@@ -168,8 +168,10 @@ def jsonl_records(
     ``str.splitlines`` would split at), so line numbers are the ones an editor shows. Blank lines
     are skipped. A last line that is not JSON and has no newline after it is a record the agent
     was still writing (or was killed writing): it is dropped, with a warning appended to
-    ``warnings``. Any other line that
-    is not JSON, or not a JSON object, raises :class:`TaskFolderError` naming ``name`` and the line.
+    ``warnings``. A line holding several whole JSON objects one after the other (a record
+    appended after one that lost its newline, as Claude Code does) gives each as a record of
+    that line, with a warning. Any other line that is not JSON, or not a JSON object, raises
+    :class:`TaskFolderError` naming ``name`` and the line.
     """
     records: list[tuple[int, dict[str, Any]]] = []
     if isinstance(source, str):
@@ -187,16 +189,53 @@ def _parsed_lines(text: str, name: str, warnings: list[str] | None) -> Iterable[
     numbered = [(n, line) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
     unfinished = not text.endswith("\n") and len(numbered) > 1
     for position, (number, line) in enumerate(numbered):
-        if unfinished and position == len(numbered) - 1:
-            try:
-                value = json.loads(line)
-            except (ValueError, RecursionError):
+        values = _line_values(line)
+        if values is None:
+            if unfinished and position == len(numbered) - 1:
                 if warnings is not None:
                     warnings.append(f"{name}:{number}: partial last line dropped")
                 return
+            values = [loads(line, f"{name}:{number}")]  # raises, saying why it is not JSON
+        if len(values) > 1 and warnings is not None:
+            warnings.append(
+                f"{name}:{number}: {len(values)} records on one line (a newline was lost),"
+                " read apart"
+            )
+        for value in values:
             yield number, value
-        else:
-            yield number, loads(line, f"{name}:{number}")
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _line_values(line: str) -> list[Any] | None:
+    """The JSON value of ``line``, or the objects it holds one after the other; None when it is
+    neither (a line whose first value is not an object, or with anything else after it, is not
+    read apart, so its error stays the one ``json.loads`` gives)."""
+    try:
+        return [json.loads(line)]
+    except RecursionError:
+        return None
+    except ValueError:
+        pass
+    values: list[Any] = []
+    at = _skip_gap(line, 0)
+    while at < len(line):
+        if line[at] != "{":
+            return None
+        try:
+            value, at = _DECODER.raw_decode(line, at)
+        except (ValueError, RecursionError):
+            return None
+        values.append(value)
+        at = _skip_gap(line, at)
+    return values if len(values) > 1 else None
+
+
+def _skip_gap(line: str, at: int) -> int:
+    while at < len(line) and line[at] in " \t\r":
+        at += 1
+    return at
 
 
 def head_records(text: str, limit: int = 200) -> list[Any] | None:
@@ -209,12 +248,12 @@ def head_records(text: str, limit: int = 200) -> list[Any] | None:
     whole = len(parts) <= limit * 2  # else the last part is the rest of the file
     lines = [line for line in (parts if whole else parts[:-1]) if line.strip()]
     for position, line in enumerate(lines):
-        try:
-            records.append(json.loads(line))
-        except (ValueError, RecursionError):
+        values = _line_values(line)
+        if values is None:
             if whole and position == len(lines) - 1 and records and not text.endswith("\n"):
                 break
             return None
+        records.extend(values)
         if len(records) >= limit:
             break
     return records

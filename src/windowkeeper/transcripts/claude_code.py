@@ -19,7 +19,8 @@ Mapping rules:
   the file (in file order, i.e. the newest) back through ``parentUuid``; records on other
   branches (abandoned redos, dead ends) are left out. Sidechain records are left out, unless
   the file holds nothing else: then it is a subagent's own transcript and is read as such. The
-  chain stops at a ``parentUuid`` the file does not hold. When the newest message sits on a
+  chain stops at a ``parentUuid`` the file does not hold; tool_results in the first message,
+  which answer calls made before the file begins, are kept as text naming each call. When the newest message sits on a
   branch that parted from the last response's at a ``progress`` record (a Claude Code bug: the
   chain forks at progress records), the branch reaching the last response recorded with usage
   is the live one (see :func:`_live_leaf`). ``Transcript.forks`` counts the branch points of
@@ -51,8 +52,10 @@ Mapping rules:
   in both modes.
 - **Dropped.** ``summary`` records are branch titles, not conversation; ``system`` records,
   snapshots, queue operations and progress are bookkeeping; assistant records flagged
-  ``isApiErrorMessage`` are error notices Claude Code showed, not model output. Empty text
-  blocks are dropped, and a message left empty with them. Block types other than ``text``,
+  ``isApiErrorMessage`` are error notices Claude Code showed, not model output. Empty and
+  blank text blocks are dropped (the API refuses a text of only whitespace, so Claude Code never
+  sends the ``"\n\n"`` text it records before a response's thinking), and a message left empty
+  with them. Block types other than ``text``,
   ``image``, ``document``, ``thinking``, ``redacted_thinking``, ``tool_use`` and ``tool_result``
   (e.g. ``server_tool_use``), and record types not listed above, are dropped and reported in
   ``Transcript.unknown``; ``tool_reference`` blocks of a tool result (the tools a ToolSearch
@@ -315,6 +318,8 @@ class _Reader:
                 continue
             messages.append({"role": draft.role, "content": content})
             kept.append(draft)
+        if messages and messages[0]["role"] == "user":
+            messages[0] = _earlier_results_as_text(messages[0])
         return ordered_results(messages), kept
 
     def _joined(self, draft: _Draft) -> str | list[Message]:
@@ -401,7 +406,7 @@ class _Reader:
         block_type = block["type"]
         if block_type == "text":
             text = _field(block, "text", str, where)
-            return text_block(text) if text else None
+            return text_block(text) if text.strip() else None
         if block_type == "tool_use" and role == "assistant":
             call_id = _field(block, "id", str, where)
             if not call_id:
@@ -462,6 +467,27 @@ def _field(block: Message, key: str, expected: type, where: str) -> Any:
             f"{where}.{key}", f"expected {names[expected]}, got {kind(value)}"
         )
     return value
+
+
+def _earlier_results_as_text(message: Message) -> Message:
+    """The first message with its tool_results, which answer calls made before the file
+    begins, as text blocks: a note naming the call, then the result's content."""
+    content = message["content"]
+    if isinstance(content, str) or not any(b["type"] == "tool_result" for b in content):
+        return message
+    blocks: list[Message] = []
+    for block in content:
+        if block["type"] != "tool_result":
+            blocks.append(block)
+            continue
+        note = f"[result of tool call {block['tool_use_id']}, made before this transcript begins]"
+        result = block.get("content")
+        if isinstance(result, str) and result:
+            blocks.append(text_block(f"{note}\n{result}"))
+        else:
+            blocks.append(text_block(note))
+            blocks.extend(result if isinstance(result, list) else [])
+    return {**message, "content": blocks}
 
 
 def _as_blocks(content: str | list[Message]) -> list[Message]:

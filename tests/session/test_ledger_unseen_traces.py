@@ -1,0 +1,98 @@
+"""Ledger readings that real traces outside the corpus got wrong, each from a reduced history.
+
+Every history here is hand-written after the structure of a public session file (never its
+text): what the agent recorded, and the one thing the ledger read from it that it should not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from windowkeeper.session._ledger import build_ledger
+from windowkeeper.session._writes import shell_write_paths
+
+# A Codex patch whose added TypeScript holds quotes and arrow functions: shell syntax if it
+# were read as a command line (">" a redirection, quotes closing and opening words).
+PATCH = "\n".join(
+    [
+        "*** Begin Patch",
+        "*** Update File: src/filters.ts",
+        "@@",
+        "+const keys = Object.keys(a).map((k) => k.toLowerCase())",
+        "+const pathy = keys.some((k) => ['path', 'file'].includes(k))",
+        "+export const isEdit = (ev: any) => ev.type === 'FunctionCall'",
+        "*** End Patch",
+    ]
+)
+
+
+def _history(command: Any) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "Add a filter for edit calls."},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "call_1", "name": "shell", "input": {"command": command}}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "Done!"}],
+        },
+    ]
+
+
+class TestCodexArgvPatch:
+    """Codex's ``["apply_patch", PATCH]`` writes the patched files and nothing else."""
+
+    def test_only_the_patched_file_is_edited(self) -> None:
+        """The patch's code is not read as shell redirections: one file edited."""
+        ledger = build_ledger(_history(["apply_patch", PATCH]))
+        assert ledger.files_edited == ("src/filters.ts",)
+
+    def test_the_same_patch_in_a_heredoc(self) -> None:
+        """Given to ``bash -lc`` as a here-document, the same patch edits the same file."""
+        script = f"apply_patch <<'PATCH'\n{PATCH}\nPATCH"
+        ledger = build_ledger(_history(["bash", "-lc", script]))
+        assert ledger.files_edited == ("src/filters.ts",)
+
+    def test_a_script_redirection_still_counts(self) -> None:
+        """A real redirection in a ``bash -lc`` script is still an edit."""
+        ledger = build_ledger(_history(["bash", "-lc", "echo done > notes.txt"]))
+        assert ledger.files_edited == ("notes.txt",)
+
+
+class TestShellWritesAcrossLines:
+    """A quoted word or a continued line spanning line breaks is one command, not several."""
+
+    def test_a_multi_line_sed_script(self) -> None:
+        """A BSD ``sed -i ''`` whose quoted script spans lines edits its one file operand."""
+        command = "sed -i '' '\n12s/} else {$/} else if err != nil {/\n13d\n' pkg/a_test.go"
+        assert shell_write_paths(command) == ["pkg/a_test.go"]
+
+    def test_continued_lines(self) -> None:
+        """Backslash-continued ``sed -i`` calls chained with ``&&`` edit their files."""
+        command = (
+            "\\\nsed -i '' 's/if n != 2 {$/if n != 2 { \\/\\/ note/' a_test.go && \\\n"
+            "sed -i '' 's/x/y/' b_test.go"
+        )
+        assert shell_write_paths(command) == ["a_test.go", "b_test.go"]
+
+    def test_a_multi_line_python_program(self) -> None:
+        """A ``python3 -c`` program's comparisons and comments are not redirections."""
+        command = (
+            'cat out.jsonl | python3 -c "\nimport json, sys\n# tests that take > 5s\n'
+            "for line in sys.stdin:\n    if json.loads(line)['Elapsed'] >= 5.0: print(line)\n\""
+        )
+        assert shell_write_paths(command) == []
+
+    def test_separate_lines_are_separate_commands(self) -> None:
+        """Lines outside quotes still end commands: each line's redirection counts."""
+        assert shell_write_paths("cd build\necho done > log.txt\ntee -a all.txt") == [
+            "log.txt",
+            "all.txt",
+        ]
+
+    def test_bsd_sed_empty_suffix(self) -> None:
+        """macOS ``sed -i ''``: the empty word is the backup suffix, not the script."""
+        assert shell_write_paths("sed -i '' 's/a/b/' x.go y.go") == ["x.go", "y.go"]
