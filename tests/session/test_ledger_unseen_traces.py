@@ -96,3 +96,40 @@ class TestShellWritesAcrossLines:
     def test_bsd_sed_empty_suffix(self) -> None:
         """macOS ``sed -i ''``: the empty word is the backup suffix, not the script."""
         assert shell_write_paths("sed -i '' 's/a/b/' x.go y.go") == ["x.go", "y.go"]
+
+
+def _user_texts(*texts: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text} for text in texts]}
+
+
+class TestClaudeCodeHarnessTexts:
+    """Texts Claude Code writes into user messages are not the user's instructions."""
+
+    def _latest(self, *texts: str) -> str | None:
+        history = [
+            {"role": "user", "content": "Add the flag."},
+            {"role": "assistant", "content": [{"type": "text", "text": "Added."}]},
+            _user_texts("Now document it."),
+            {"role": "assistant", "content": [{"type": "text", "text": "On it."}]},
+            _user_texts(*texts),
+        ]
+        return build_ledger(history).latest_instruction
+
+    def test_a_skill_text(self) -> None:
+        """A skill's text ("Base directory for this skill: ...") is the agent's."""
+        skill = (
+            "Base directory for this skill: /home/dev/.claude/skills/docs\n\n# Docs\nWrite well."
+        )
+        assert self._latest(skill) == "Now document it."
+
+    def test_a_task_notification(self) -> None:
+        """A background task's ``<task-notification>`` is the agent's."""
+        notice = "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n"
+        assert self._latest(notice + "</task-notification>") == "Now document it."
+
+    def test_ide_context_around_the_users_words(self) -> None:
+        """``<ide_opened_file>`` and ``<ide_selection>`` are removed; the user's text stays."""
+        opened = "<ide_opened_file>The user opened the file a.py in the IDE.</ide_opened_file>"
+        selected = "<ide_selection>The user selected lines 3 to 4 of a.py</ide_selection>"
+        assert self._latest(opened, selected, "Explain this function.") == "Explain this function."
+        assert self._latest(opened + " Explain this too.") == "Explain this too."

@@ -50,6 +50,7 @@ MACHINERY = (
     "# TODO LIST UPDATE REQUIRED",
     "# task_progress",
     "Files attached by the user:",
+    "Base directory for this skill:",  # Claude Code: a skill's text, sent as a user message
     "(The user did not provide",
     # Cline's notices after a tool result
     "The user has provided feedback on the results",
@@ -70,7 +71,15 @@ MACHINERY = (
 )
 """Openings of the texts an agent writes into user messages: never the user's own words."""
 
-_INSERTED = ("system-reminder", "environment_details", "user-prompt-submit-hook")
+_INSERTED = (
+    "system-reminder",
+    "environment_details",
+    "user-prompt-submit-hook",
+    # Claude Code: a background task's notice, what the user's IDE shows
+    "task-notification",
+    "ide_opened_file",
+    "ide_selection",
+)
 """Elements an agent inserts into a user's text: removed before the text is read."""
 
 _SHELLS = frozenset({"", "bash", "sh", "shell", "console", "zsh", "sh-session"})
