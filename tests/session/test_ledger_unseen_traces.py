@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from windowkeeper.session._ledger import build_ledger
-from windowkeeper.session._writes import shell_write_paths
 
 # A Codex patch whose added TypeScript holds quotes and arrow functions: shell syntax if it
 # were read as a command line (">" a redirection, quotes closing and opening words).
@@ -42,6 +41,11 @@ def _history(command: Any) -> list[dict[str, Any]]:
     ]
 
 
+def _edited(command: str) -> list[str]:
+    """The files the ledger names as edited after a shell call running ``command``."""
+    return list(build_ledger(_history(command)).files_edited)
+
+
 class TestCodexArgvPatch:
     """Codex's ``["apply_patch", PATCH]`` writes the patched files and nothing else."""
 
@@ -68,7 +72,7 @@ class TestShellWritesAcrossLines:
     def test_a_multi_line_sed_script(self) -> None:
         """A BSD ``sed -i ''`` whose quoted script spans lines edits its one file operand."""
         command = "sed -i '' '\n12s/} else {$/} else if err != nil {/\n13d\n' pkg/a_test.go"
-        assert shell_write_paths(command) == ["pkg/a_test.go"]
+        assert _edited(command) == ["pkg/a_test.go"]
 
     def test_continued_lines(self) -> None:
         """Backslash-continued ``sed -i`` calls chained with ``&&`` edit their files."""
@@ -76,7 +80,7 @@ class TestShellWritesAcrossLines:
             "\\\nsed -i '' 's/if n != 2 {$/if n != 2 { \\/\\/ note/' a_test.go && \\\n"
             "sed -i '' 's/x/y/' b_test.go"
         )
-        assert shell_write_paths(command) == ["a_test.go", "b_test.go"]
+        assert _edited(command) == ["a_test.go", "b_test.go"]
 
     def test_a_multi_line_python_program(self) -> None:
         """A ``python3 -c`` program's comparisons and comments are not redirections."""
@@ -84,18 +88,18 @@ class TestShellWritesAcrossLines:
             'cat out.jsonl | python3 -c "\nimport json, sys\n# tests that take > 5s\n'
             "for line in sys.stdin:\n    if json.loads(line)['Elapsed'] >= 5.0: print(line)\n\""
         )
-        assert shell_write_paths(command) == []
+        assert _edited(command) == []
 
     def test_separate_lines_are_separate_commands(self) -> None:
         """Lines outside quotes still end commands: each line's redirection counts."""
-        assert shell_write_paths("cd build\necho done > log.txt\ntee -a all.txt") == [
+        assert _edited("cd build\necho done > log.txt\ntee -a all.txt") == [
             "log.txt",
             "all.txt",
         ]
 
     def test_bsd_sed_empty_suffix(self) -> None:
         """macOS ``sed -i ''``: the empty word is the backup suffix, not the script."""
-        assert shell_write_paths("sed -i '' 's/a/b/' x.go y.go") == ["x.go", "y.go"]
+        assert _edited("sed -i '' 's/a/b/' x.go y.go") == ["x.go", "y.go"]
 
 
 def _user_texts(*texts: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ import pytest
 from windowkeeper import TaskFolderError
 from windowkeeper.tools._trace import load_trace
 from windowkeeper.transcripts._common import head_records, jsonl_records
-from windowkeeper.transcripts._detect import detect_transcript, read_transcript
+from windowkeeper.transcripts.claude_code import looks_like_claude_code, read_claude_code
 
 
 def _record(kind: str, uuid: str, parent: str | None, content: Any) -> dict[str, Any]:
@@ -116,8 +116,8 @@ class TestClaudeCodeSession:
 
     def test_detected_and_read(self, glued: Path) -> None:
         """The file is a Claude Code session: its four messages, the last user message kept."""
-        assert detect_transcript(glued) == "claude-code"
-        transcript = read_transcript(glued)
+        assert looks_like_claude_code(head_records(glued.read_text(encoding="utf-8")))
+        transcript = read_claude_code(glued)
         assert [m["role"] for m in transcript.messages] == ["user", "assistant"] * 2 + ["user"]
         assert transcript.messages[-1]["content"] == "Thanks, now the changelog."
         assert len(transcript.warnings) == 2
@@ -127,7 +127,7 @@ class TestClaudeCodeSession:
         fixed = tmp_path / "fixed.jsonl"
         text = glued.read_text(encoding="utf-8").replace("}{", "}\n{")
         fixed.write_text(text, encoding="utf-8")
-        assert read_transcript(glued).messages == read_transcript(fixed).messages
+        assert read_claude_code(glued).messages == read_claude_code(fixed).messages
 
     def test_trace_loads(self, glued: Path) -> None:
         """The command-line tool's loader takes it, and says what it repaired."""
