@@ -56,7 +56,13 @@ class Verdict:
         )
 
 
-def _cause(usage: TokenUsage, reported: int, floor: int, high: bool) -> str:
+def _cause(usage: TokenUsage, reported: int, floor: int, high: bool, *, bare: bool) -> str:
+    if high and bare:  # a replayed transcript: the system prompt and tools were never recorded
+        return (
+            "a system prompt or tools sent to the model but not given to prepare() (the"
+            " estimate leaves them out), or usage summed over several requests (a run's total"
+            " instead of the last request's), is the likely cause"
+        )
     if high:
         return (
             "usage summed over several requests (a run's total instead of the last request's)"
@@ -111,7 +117,12 @@ class UsageTrust:
         if not (high or low):
             self._pending = None  # a later report of the same request supersedes a distrusted one
             return None
-        verdict = Verdict(reported, estimate, floor, _cause(usage, reported, floor, high))
+        verdict = Verdict(
+            reported,
+            estimate,
+            floor,
+            _cause(usage, reported, floor, high, bare=system is None and not tools),
+        )
         self._pending = verdict.action(usage)
         if not self._warned:
             self._warned = True
