@@ -108,6 +108,15 @@ class TestBoundaries:
         ]
         assert build_ledger(history).unanswered == ("read_file b.py",)
 
+    def test_a_text_header_answers_its_call(self) -> None:
+        """A Cline result header in a user text answers the waiting call of its tool only."""
+        history = [
+            U("t"),
+            A([call("1", "read_file", path="a.py"), call("2", "execute_command", command="ls")]),
+            U([T("[read_file for 'a.py'] Result:\nx")]),
+        ]
+        assert build_ledger(history).unanswered == ("execute_command ls",)
+
     def test_a_roo_edit_header_names_the_file(self) -> None:
         """A result header of an edit tool of the default table that Cline lacks (Roo's
         apply_diff) records the edit."""
