@@ -29,7 +29,14 @@ from ..core._messages import CheckMemo, Message, MessageInput, MessageT, block_t
 from ..core._notices import CONTINUE_NOTICE
 from ..core._overwrites import EditType, OverwriteStore, add_truncation_notice, text_update
 from ..core._pairing import RepairMemo
-from ..core._truncation import DeletedRange, Keep, check_range, next_range, visible_start
+from ..core._truncation import (
+    DeletedRange,
+    Keep,
+    check_range,
+    keep_for,
+    next_range,
+    visible_start,
+)
 from ..core._usage import UsageLike, _as_usage, should_compact
 from ..core._visible import OverwriteMemo, truncated_messages
 from ..core._window import ContextWindowInfo, as_window_info
@@ -182,7 +189,7 @@ class ContextManager:
             total = _as_usage(usage).total
             limit = as_window_info(context_window).max_allowed_size
             if total >= limit:
-                keep = Keep.QUARTER if total / 2 > limit else Keep.HALF
+                keep = keep_for(total, limit)
                 start = visible_start(deleted_range)
                 any_updates, altered = self._optimize(messages, start, timestamp)
                 need_to_truncate = True

@@ -13,7 +13,15 @@ from typing import Any
 
 from .._errors import InvalidRangeError
 
-__all__ = ["FIRST_KEPT", "DeletedRange", "Keep", "check_range", "next_range", "visible_start"]
+__all__ = [
+    "FIRST_KEPT",
+    "DeletedRange",
+    "Keep",
+    "check_range",
+    "keep_for",
+    "next_range",
+    "visible_start",
+]
 
 DeletedRange = tuple[int, int]
 
@@ -28,6 +36,12 @@ class Keep(StrEnum):
     LAST_TWO = "lastTwo"
     HALF = "half"
     QUARTER = "quarter"
+
+
+def keep_for(size: float, limit: float) -> Keep:
+    """The original's first keep for a request of ``size`` over ``limit``: a quarter when even
+    half of it would not fit, else half."""
+    return Keep.QUARTER if size / 2 > limit else Keep.HALF
 
 
 def check_range(deleted_range: Any, name: str = "deleted_range") -> DeletedRange | None:

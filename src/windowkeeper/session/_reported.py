@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..cline._manager import ContextManager
-from ..core._messages import Message
-from ..core._truncation import Keep, next_range
+from ..core._messages import Message, tool_calls_before
+from ..core._truncation import keep_for, next_range
 from ..core._usage import TokenUsage
 from ..core._window import ContextWindowInfo
 from ._state import SessionState
@@ -106,23 +106,23 @@ def _hides_newest_answer(
     quarter when half the reported size still exceeds the limit)."""
     if usage is None or usage.total < window.max_allowed_size:
         return False  # the original decides nothing
-    keep = Keep.QUARTER if usage.total / 2 > window.max_allowed_size else Keep.HALF
+    keep = keep_for(usage.total, window.max_allowed_size)
     current = state.deleted_range
     end_now = current[1] if current is not None else 1
     newest = newest_turn(view)
     answer = newest.start - 1
     if not end_now < next_range(view, current, keep)[1] >= answer:
         return False
-    calls = {block.get("id") for block in _blocks(view[answer]) if block.get("type") == "tool_use"}
+    calls = tool_calls_before(view, newest.start)
     return any(
-        block.get("type") == "tool_result" and block.get("tool_use_id") in calls
+        isinstance(block, dict)
+        and block.get("type") == "tool_result"
+        and block.get("tool_use_id") in calls
         for index in newest
-        for block in _blocks(view[index])
+        for block in _content(view[index])
     )
 
 
-def _blocks(message: Message) -> list[Message]:
+def _content(message: Message) -> list[object]:
     content = message.get("content")
-    return (
-        [block for block in content if isinstance(block, dict)] if isinstance(content, list) else []
-    )
+    return content if isinstance(content, list) else []

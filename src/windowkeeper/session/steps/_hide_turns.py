@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...core._truncation import Keep, next_range
+from ...core._truncation import Keep, keep_for, next_range
 from ._protocol import Action, Draft, newest_turn
 
 __all__ = ["HideOldTurns"]
@@ -25,7 +25,7 @@ class HideOldTurns:
         current = draft.deleted_range
         end_now = current[1] if current is not None else 1
         ceiling = newest_turn(view).start - 1
-        first = Keep.QUARTER if draft.estimate / 2 > draft.limit else Keep.HALF
+        first = keep_for(draft.estimate, draft.limit)
         # next_range steps back over a run of user messages: a candidate that does not end
         # later than the current range is no move.
         candidate = next(

@@ -17,7 +17,7 @@ from typing import Any
 from ..._errors import ConfigurationError
 from ...core._incremental import Seen
 from ...core._messages import Message, SystemPrompt
-from ...core._truncation import Keep, next_range, visible_start
+from ...core._truncation import Keep, keep_for, next_range, visible_start
 from ...core._usage import TokenUsage
 from .._ledger import Ledger, LedgerBuilder
 from .._state import Fold
@@ -135,7 +135,7 @@ def _truncation_end(draft: Draft, ceiling: int) -> tuple[int, int] | None:
     estimate = draft.estimate
     start = end = current[1] if current is not None else 1
     while estimate > draft.target:
-        first = Keep.QUARTER if estimate / 2 > draft.limit else Keep.HALF
+        first = keep_for(estimate, draft.limit)
         hidden = (2, end) if end > 1 else None
         grown = next(
             (
