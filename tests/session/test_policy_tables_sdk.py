@@ -178,6 +178,13 @@ def _appended(message: Any, *, format: str = "anthropic") -> Any:
 
 TEXT = Model(type="text", text="On it.", citations=None)
 CALL = Model(id="call_1", type="function", function=Model(name="read", arguments="{}"))
+CALLED = {  # what an assistant message calling CALL is as a plain dict
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    ],
+}
 
 
 @pytest.mark.parametrize(
@@ -229,31 +236,11 @@ def test_an_anthropic_reply_becomes_a_message(reply: Any, expected: dict[str, An
         ),
         (  # a ChatCompletionMessage with tool calls
             Model(role="assistant", content=None, tool_calls=[CALL]),
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_1",
-                        "type": "function",
-                        "function": {"name": "read", "arguments": "{}"},
-                    }
-                ],
-            },
+            CALLED,
         ),
         (  # a dict whose tool calls are SDK objects
             {"role": "assistant", "content": None, "tool_calls": [CALL]},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_1",
-                        "type": "function",
-                        "function": {"name": "read", "arguments": "{}"},
-                    }
-                ],
-            },
+            CALLED,
         ),
         (
             Model(role="assistant", content="Hi", name="helper"),
