@@ -17,9 +17,9 @@ PATCH = "\n".join(
         "*** Begin Patch",
         "*** Update File: src/filters.ts",
         "@@",
-        "+const keys = Object.keys(a).map((k) => k.toLowerCase())",
-        "+const pathy = keys.some((k) => ['path', 'file'].includes(k))",
-        "+export const isEdit = (ev: any) => ev.type === 'FunctionCall'",
+        "+const labels = rows.map((row) => row.label.trim())",
+        "+const known = labels.filter((l) => ['open', 'shut'].includes(l))",
+        "+export const isOpen = (row: any) => row.state === 'Open'",
         "*** End Patch",
     ]
 )
