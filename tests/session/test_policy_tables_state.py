@@ -24,7 +24,7 @@ from windowkeeper import (
 from windowkeeper.session.steps import Action
 
 from ..counters import RuleCounter
-from .policy_tables import TASK, tokens, turn
+from .policy_tables import TASK, TRUNCATION_NOTICE, session, tokens, turn
 
 
 def _still() -> ContextSession:
@@ -63,6 +63,50 @@ class TestSyncCuts:
         assert keeper.sync([TASK, *turn(0, 10)]) == Synced(kept=3, appended=0, dropped=1)
         # (2, 2) would now hide the last message: the range goes
         assert (keeper.state.generation, keeper.deleted_range) == (2, None)
+
+    def test_a_cut_below_every_hidden_turn_sends_the_history_whole_without_the_notice(
+        self,
+    ) -> None:
+        keeper = session(mask_keep_recent=None)
+        long = [TASK, *turn(0, 10)]
+        for number in range(1, 8):
+            long += turn(number, 6_000)
+        keeper.extend(long)
+        hidden = keeper.prepare()
+        assert hidden.deleted_range == (2, 11)
+        assert hidden.messages[1]["content"][0] == {"type": "text", "text": TRUNCATION_NOTICE}
+        # the framework keeps the task, turn 0 and turn 1's call; turn 1's result is new
+        short = [TASK, *turn(0, 10), *turn(1, 10)]
+        assert keeper.sync(short) == Synced(kept=4, appended=1, dropped=13)
+        assert keeper.deleted_range is None  # (2, 2) would split turn 0 from its answer
+        after = keeper.prepare()
+        assert after.messages == short  # no notice of a removal, no "result missing"
+        assert after.actions == ()
+
+    def test_a_cut_that_leaves_turns_hidden_keeps_the_notice_and_whole_pairs(self) -> None:
+        keeper = session(mask_keep_recent=None)
+        long = [TASK, *turn(0, 10)]
+        for number in range(1, 8):
+            long += turn(number, 6_000)
+        keeper.extend(long)
+        assert keeper.prepare().deleted_range == (2, 11)
+        keeper.sync([*long[:9], *turn(4, 10)])  # turns 0-3, turn 4's call, a small result
+        assert keeper.deleted_range == (2, 7)  # past the cut at 10: (2, 8) would split turn 3
+        after = keeper.prepare()
+        assert after.messages == [
+            TASK,
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": TRUNCATION_NOTICE}, *long[1]["content"][1:]],
+            },
+            {  # turn 0's answer is hidden; turn 3's answer lost its call and goes
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t0", "content": "result missing"}
+                ],
+            },
+            *turn(4, 10),
+        ]
 
 
 class _BreakingStore:

@@ -104,6 +104,7 @@ def test_a_task_stored_by_0_1_reopens_and_is_rewritten_in_this_version() -> None
     [
         ({"version": 9}, "version 9"),
         ({"deleted_range": [2, 12]}, "reaches past"),
+        ({"deleted_range": [2, 11]}, r"deleted_range \[2, 11\] would hide the last message"),
         (
             {"compaction": {"fold": {"end": 9, "text": "t", "summary": None}}},
             "inside deleted_range",
@@ -126,13 +127,16 @@ def test_bad_values_are_refused_with_where_they_are(change: dict[str, Any], mess
 
 def test_a_cut_drops_the_decisions_past_it() -> None:
     cut = cut_state(FULL, 8)
-    assert cut.deleted_range == (2, 6)
+    assert cut.deleted_range == (2, 5)  # whole pairs: (2, 6) would leave two answers side by side
     assert cut.compaction.fold is None  # the fold reached past the new range
     assert cut.compaction.pending is None  # asked when the history was longer
     assert cut.compaction.excluded == ()
     assert cut.clips == ()
     assert cut.usage is None
     assert cut.generation == FULL.generation + 1
+    assert cut_state(FULL, 9).deleted_range == (2, 7)
+    assert cut_state(FULL, 6).deleted_range == cut_state(FULL, 5).deleted_range == (2, 3)
+    assert cut_state(FULL, 4).deleted_range is None  # (2, 1) is no range
     kept = cut_state(FULL, 12)
     assert kept.deleted_range == (2, 7)
     assert kept.compaction.fold == FULL.compaction.fold

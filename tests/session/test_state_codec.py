@@ -324,9 +324,9 @@ class TestSyncCuts:
         [
             ([2, 7], 10, [2, 7]),  # the last kept message (9) stays visible: unchanged
             ([2, 7], 9, [2, 7]),  # 8 is still visible
-            ([2, 7], 8, [2, 6]),  # 7 would be the last: the range stops before it
+            ([2, 7], 8, [2, 5]),  # 7 would be the last: the range stops a pair before it
             ([2, 7], 5, [2, 3]),
-            ([2, 7], 4, [2, 2]),
+            ([2, 7], 4, None),  # (2, 2) would leave turn 0's call beside message 3
             ([2, 7], 3, None),  # nothing left to hide before the last message
             ([3, 7], 5, [3, 3]),
             ([3, 7], 4, None),

@@ -315,7 +315,7 @@ class ContextSession(SessionKeeping):
         """Cut the history to ``length`` messages and forget every decision past the cut."""
         kept = self._history.cut(length)
         state = cut_state(self._state, kept)
-        store = store_before(self._manager.store, kept)
+        store = store_before(self._manager.store, kept, hidden=state.deleted_range is not None)
         self._commit(state, store)
         self._went_back(state, store)
 

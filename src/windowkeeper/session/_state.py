@@ -96,13 +96,16 @@ class SessionState:
 def cut_state(state: SessionState, kept: int) -> SessionState:
     """``state`` for the history cut to its first ``kept`` messages: decisions past it dropped.
 
-    The hidden range loses its part past the cut (it must leave the last message visible), a
+    The hidden range loses its part past the cut (it must leave the last message visible, and
+    its end keeps its parity, so a range of whole turns stays one), a
     fold that reached past it goes (its text describes turns that are gone), the usage is
     dropped (it described a longer request) and the generation moves on.
     """
     deleted = state.deleted_range
     if deleted is not None and deleted[1] >= kept - 1:
-        deleted = (deleted[0], kept - 2) if kept - 2 >= deleted[0] else None
+        # the end keeps its parity: a range of whole pairs stays one (no call left unanswered)
+        end = kept - 2 - (deleted[1] - kept) % 2
+        deleted = (deleted[0], end) if end >= deleted[0] else None
     compaction = state.compaction
     fold = compaction.fold
     if fold is not None and (deleted is None or fold.end > deleted[1]):
@@ -219,6 +222,11 @@ def _range(value: Any, history_length: int) -> DeletedRange | None:
         raise ValueError(
             f"deleted_range {list(deleted_range)} reaches past the history's"
             f" {history_length} messages"
+        )
+    if deleted_range[1] == history_length - 1:  # every request would leave the newest out
+        raise ValueError(
+            f"deleted_range {list(deleted_range)} would hide the last message of the history's"
+            f" {history_length}"
         )
     return deleted_range
 

@@ -105,8 +105,11 @@ class SummaryRequest:
     """What a summarizer gets.
 
     ``messages``: the messages to fold, in the Anthropic shape (as the history holds them:
-    they may start with an assistant message and carry tool calls); ``previous_summary``: the
-    summary they continue, if any; ``instruction``: the request for a summary
+    they may start with an assistant message and carry tool calls); ``previous_summary``: what
+    stood for the turns before them since an earlier fold, that fold's whole continuation (the
+    model's summary when it had one, and the ledger), so that a summary written after a fold
+    without one still learns of those turns; None before the first fold; ``instruction``: the
+    request for a summary
     (:func:`summary_instruction`); ``ledger``: the state of work of the history up to the end
     of ``messages``; ``body``: the cache-aligned alternative, the request as it would be sent
     with the instruction appended to its last user message.

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core._messages import Message
+from ..core._notices import TRUNCATION_NOTICE
 from ..core._overwrites import OverwriteStore
 
 __all__ = ["common_prefix", "extends", "store_before"]
@@ -32,8 +33,28 @@ def _entry_index(entry: Any) -> int:
     return index if isinstance(index, int) and not isinstance(index, bool) else 10**12
 
 
-def store_before(store: OverwriteStore, kept: int) -> OverwriteStore:
-    """A copy of ``store`` with only the edits of the first ``kept`` messages."""
+def _is_notice_only(entry: Any) -> bool:
+    """Whether a store entry is message 1's truncation notice and nothing else."""
+    if _entry_index(entry) != 1:
+        return False
+    try:
+        ((block, updates),) = entry[1][1]
+        return block == 0 and all(update[2] == [TRUNCATION_NOTICE] for update in updates)
+    except (IndexError, TypeError, ValueError):
+        return False
+
+
+def store_before(store: OverwriteStore, kept: int, *, hidden: bool = True) -> OverwriteStore:
+    """A copy of ``store`` with only the edits of the first ``kept`` messages.
+
+    ``hidden``: whether anything stays hidden after the cut. When nothing does, the truncation
+    notice on message 1 goes too: it would tell the model of a removal that no longer is, and
+    the next hide records it afresh.
+    """
     return OverwriteStore.from_json_value(
-        [entry for entry in store.to_json_value() if _entry_index(entry) < kept]
+        [
+            entry
+            for entry in store.to_json_value()
+            if _entry_index(entry) < kept and (hidden or not _is_notice_only(entry))
+        ]
     )
