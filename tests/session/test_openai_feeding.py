@@ -219,6 +219,24 @@ def test_a_user_text_part_is_its_string_only_after_tool_messages() -> None:
     assert noted.history[4] == {"role": "user", "content": "one part"}
 
 
+@pytest.mark.parametrize(
+    "part",
+    [
+        {"type": "text", "text": "t", "cache_control": {"type": "ephemeral"}},  # not plain
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    ],
+)
+def test_a_single_part_that_is_not_plain_text_stays_a_list(part: dict[str, Any]) -> None:
+    after_tools = ContextSession(10_000, format="openai")
+    after_tools.extend([*CHAT[1:4], {"role": "user", "content": [part]}])
+    assert after_tools.history[3] == {"role": "user", "content": [part]}
+    if part["type"] == "text":  # an assistant message takes text parts only
+        calling = {"role": "assistant", "content": [part], "tool_calls": [_call(9)]}
+        beside_calls = ContextSession(10_000, format="openai")
+        beside_calls.extend([CHAT[1], calling])
+        assert beside_calls.history[1] == calling
+
+
 def test_a_malformed_message_is_named_by_its_place_in_the_history() -> None:
     keeper = ContextSession(10_000, format="openai")
     keeper.extend(CHAT[:2])
