@@ -40,10 +40,11 @@ def _result_ids(message: dict[str, Any]) -> list[str]:
     return [block["tool_use_id"] for block in message["content"] if block["type"] == "tool_result"]
 
 
-@pytest.mark.parametrize("reported", [26_000, 60_000, 200_000])
+@pytest.mark.parametrize("reported", [25_590, 26_000, 60_000, 200_000])  # 25,600 = the limit
 def test_the_newest_results_are_sent_with_their_call(reported: int) -> None:
-    """Two turns, usage over the limit (half or quarter keep): the newest results and the call
-    they answer are both in the request, which the provider accepts."""
+    """Two turns, usage at or over the limit (half or quarter keep): the newest results and the
+    call they answer are both in the request, which the provider accepts (25,590 input and 10
+    output tokens make exactly the limit, where the original already truncates)."""
     prepared = _prepared(_history(2), reported)
     assert _result_ids(prepared.messages[-1]) == ["t2"]
     assert prepared.messages[-2]["content"][1]["id"] == "t2"
