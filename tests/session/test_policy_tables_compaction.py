@@ -444,3 +444,32 @@ def test_a_long_latest_instruction_is_sent_whole_after_a_small_windows_fold() ->
         if isinstance(block, str) or block.get("type") == "text"
     )
     assert " ".join(instruction.split()) in " ".join(sent.split())  # the ledger indents its lines
+
+
+class TestFoldBeforeMasking:
+    """With compaction on, the fold runs before masking old outputs: both rewrite the request
+    from its first tool output on, and the fold leaves the smaller request to re-read until the
+    next shrink. Seven reads of 5,000 characters (8,885 tokens, limit 8,000), masking on."""
+
+    def test_the_fold_comes_first(self) -> None:
+        keeper = session(summarize=True)
+        keeper.append(TASK)
+        for number in range(7):
+            keeper.extend(turn(number, 5_000))
+            prepared = keeper.prepare()
+        assert [(a.step, a.tokens_before, a.tokens_after) for a in prepared.actions] == [
+            ("summarize", 8_885, 1_438)
+        ]
+        assert actions(prepared) == [("summarize", tuple(range(2, 14)), (2, 13))]
+        assert len(prepared.messages) == 3
+        assert tool_ids(prepared.messages) == ["t0"]
+
+    def test_without_compaction_masking_is_the_first_remedy(self) -> None:
+        keeper = session()
+        keeper.append(TASK)
+        for number in range(7):
+            keeper.extend(turn(number, 5_000))
+            prepared = keeper.prepare()
+        assert [(a.step, a.messages, a.tokens_before) for a in prepared.actions] == [
+            ("mask-outputs", (2, 4, 6, 8), 8_885)
+        ]
