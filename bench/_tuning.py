@@ -11,7 +11,10 @@ setting is swept alone, the others at their defaults:
 - the continuation's budget, as a share of the room (the session's ``_BUDGET_SHARE``);
 - how much a new summary must add to be asked for: the turns it would be the first to
   summarize, as a multiple of the last summary's size (``SUMMARY_WORTH`` of the summarize step;
-  0 asks at every fold).
+  0 asks at every fold);
+- whether masking old tool outputs runs before the fold (1) or right after it (0)
+  (``_MASK_BEFORE_FOLD`` of the steps), measured on the out-of-band session, whose folds run
+  among the shrink steps.
 
 The shares and the multiple are module constants, set for the replay only: they are not
 arguments.
@@ -37,9 +40,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from _compaction_traces import SettingFigures
-from _runner import CLINE_CONDENSE, WINDOWKEEPER, WK_INBAND, Case, Run, WindowChoice, run
+from _runner import (
+    CLINE_CONDENSE,
+    WINDOWKEEPER,
+    WK_COMPACT,
+    WK_INBAND,
+    Case,
+    Run,
+    WindowChoice,
+    run,
+)
 from _tables import table
 from windowkeeper.session import _compaction
+from windowkeeper.session import steps as _steps
 from windowkeeper.session.steps import _summarize
 
 __all__ = ["SWEEPS", "Tuning", "format_tuning", "tune"]
@@ -48,20 +61,26 @@ DEFAULT_AT = 0.85
 DEFAULT_KEEP = _compaction._KEEP_SHARE
 DEFAULT_BUDGET = _compaction._BUDGET_SHARE
 DEFAULT_WORTH = _summarize.SUMMARY_WORTH
+DEFAULT_MASK = float(_steps._MASK_BEFORE_FOLD)
 SWEEPS: dict[str, tuple[float, ...]] = {
     "in_band_at": (0.75, 0.8, 0.85, 0.9, 0.95),
     "verbatim tail share of the room": (0.0, 0.05, 0.1, 0.15, 0.25, 0.35),
     "continuation budget share of the room": (0.1, 0.15, 0.25, 0.35),
     "new summary worth (last summary's sizes)": (0.0, 1.0, 2.0, 4.0, 8.0),
+    "masking before the fold (1) or after (0), out-of-band": (0.0, 1.0),
 }
 KEEP, BUDGET = "verbatim tail share of the room", "continuation budget share of the room"
 WORTH = "new summary worth (last summary's sizes)"
+MASK = "masking before the fold (1) or after (0), out-of-band"
 DEFAULTS = {
     "in_band_at": DEFAULT_AT,
     KEEP: DEFAULT_KEEP,
     BUDGET: DEFAULT_BUDGET,
     WORTH: DEFAULT_WORTH,
+    MASK: DEFAULT_MASK,
 }
+POLICY = {MASK: WK_COMPACT}
+"""The session a setting is measured on, when not the in-band one."""
 Runs = dict[tuple[str, int, str], Run]
 
 
@@ -69,16 +88,19 @@ IN_BAND_NOTE = "Why the library keeps 0.85: the cost objective rewards asking le
 
 
 @contextlib.contextmanager
-def _shares(keep: float, budget: float, worth: float) -> Iterator[None]:
-    """The tail and continuation shares of the room, and the worth of a new summary, for the
-    replays inside (restored after)."""
+def _shares(keep: float, budget: float, worth: float, mask: float) -> Iterator[None]:
+    """The tail and continuation shares of the room, the worth of a new summary and the
+    masking order, for the replays inside (restored after)."""
     saved = _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE, _summarize.SUMMARY_WORTH
+    saved_mask = _steps._MASK_BEFORE_FOLD
     _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE = keep, budget
     _summarize.SUMMARY_WORTH = worth
+    _steps._MASK_BEFORE_FOLD = bool(mask)
     try:
         yield
     finally:
         _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE, _summarize.SUMMARY_WORTH = saved
+        _steps._MASK_BEFORE_FOLD = saved_mask
 
 
 def _replay(case: Case, choice: WindowChoice, setting: str, value: float) -> Run:
@@ -87,8 +109,10 @@ def _replay(case: Case, choice: WindowChoice, setting: str, value: float) -> Run
         settings["in_band_at"] = value
     keep = value if setting == KEEP else DEFAULT_KEEP
     budget = value if setting == BUDGET else DEFAULT_BUDGET
-    with _shares(keep, budget, value if setting == WORTH else DEFAULT_WORTH):
-        return run(case, choice, WK_INBAND, settings=settings, strict=False)
+    worth = value if setting == WORTH else DEFAULT_WORTH
+    mask = value if setting == MASK else DEFAULT_MASK
+    with _shares(keep, budget, worth, mask):
+        return run(case, choice, POLICY.get(setting, WK_INBAND), settings=settings, strict=False)
 
 
 @dataclass(slots=True)
@@ -138,26 +162,20 @@ class Tuning:
 
 
 def tune(cases: Sequence[Case], windows: dict[str, list[WindowChoice]], runs: Runs) -> Tuning:
-    """Replay the in-band session with every candidate of every sweep on every real trace."""
+    """Replay the in-band session (or the setting's :data:`POLICY`) with every candidate of
+    every sweep on every real trace."""
     real = [case for case in cases if case.name != "demo"]
     tuning = Tuning([case.name for case in real])
     for setting, values in SWEEPS.items():
         for value in values:
             for case in real:
                 outcome = Outcome()
+                policy = POLICY.get(setting, WK_INBAND)
                 for choice in windows[case.name]:
                     default = runs.get((case.name, choice.nominal, WINDOWKEEPER))
                     condense = runs.get((case.name, choice.nominal, CLINE_CONDENSE))
-                    if (
-                        value == DEFAULTS[setting]
-                        and (
-                            case.name,
-                            choice.nominal,
-                            WK_INBAND,
-                        )
-                        in runs
-                    ):
-                        replayed = runs[case.name, choice.nominal, WK_INBAND]
+                    if value == DEFAULTS[setting] and (case.name, choice.nominal, policy) in runs:
+                        replayed = runs[case.name, choice.nominal, policy]
                     else:
                         replayed = _replay(case, choice, setting, value)
                     ok, ratio = _outcome(SettingFigures(replayed, default, condense))
@@ -195,7 +213,9 @@ def format_tuning(tuning: Tuning) -> list[str]:
         " tools and messages 0-1); the continuation's budget, as a share of the room; and the"
         " worth of a new summary: once there is one, a fold asks for a new summary only when"
         " the turns it would add hold this many times the last summary's size, else it keeps"
-        " the last summary with a fresh ledger (0: a new summary at every fold).",
+        " the last summary with a fresh ledger (0: a new summary at every fold); and whether"
+        " masking old tool outputs runs before the fold (1) or right after it (0), measured on"
+        " the out-of-band session, whose folds run among the shrink steps.",
         "",
     ]
     for setting, values in SWEEPS.items():

@@ -574,9 +574,12 @@ class TestOpenAIShape:
             assert request.messages[-1]["role"] in ("user", "tool")
 
 
-def test_a_model_that_thinks_on_every_turn_still_gets_summaries() -> None:
-    """Every assistant turn continues a thinking tool loop: the fold cuts inside one, at an
-    assistant message that keeps its own thinking (before, no summary was ever asked for)."""
+@pytest.mark.parametrize("keep", [None, 1_000])
+def test_a_model_that_thinks_on_every_turn_still_gets_summaries(keep: int | None) -> None:
+    """Every assistant turn continues a thinking tool loop. With a verbatim tail
+    (``keep_recent_tokens``) the fold cuts inside one, at an assistant message that keeps its own
+    thinking (before, no summary was ever asked for); by default the fold takes the newest
+    answer too, and the request ends with the continuation and the newest result as text."""
 
     def turn(i: int) -> list[dict[str, Any]]:
         return [
@@ -599,13 +602,25 @@ def test_a_model_that_thinks_on_every_turn_still_gets_summaries() -> None:
         ]
 
     calls: list[Any] = []
-    session = _session(20_000, summarize=lambda request: calls.append(request) or "SUMMARY")
+    session = _session(
+        20_000,
+        summarize=lambda request: calls.append(request) or "SUMMARY",
+        keep_recent_tokens=keep,
+    )
     session.append({"role": "user", "content": "Task: read the files."})
     for i in range(40):
         session.extend(turn(i))
         request = session.prepare(max_output_tokens=500)
         _valid(request)
-        if "summarize" in _steps(request):
+        if "summarize" not in _steps(request):
+            continue
+        if keep is None:
+            assert len(request.messages) == 3
+            types = [block["type"] for block in request.messages[2]["content"]]
+            assert types == ["tool_result", "text", "text", "text"]
+            assert request.messages[2]["content"][3]["text"] == "x" * 4000
+            assert "waiting" not in request.messages[2]["content"][1]["text"]
+        else:
             assert request.messages[3]["content"][0]["type"] == "thinking"
     assert calls
 

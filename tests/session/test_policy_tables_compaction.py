@@ -233,8 +233,9 @@ class TestRefold:
 
 class TestDefaultKeep:
     def test_a_large_window_keeps_at_most_eight_thousand_tokens_verbatim(self) -> None:
-        """Window 50,000 (limit 40,000): a quarter of the limit is 10,000, so the default tail is
-        the cap, 8,000 tokens, which the newest turn (31,752 characters) holds exactly."""
+        """Window 50,000 (limit 40,000): an explicit tail of 8,000 tokens is what the newest turn
+        (31,752 characters) and the answer it replies to hold exactly; by default (no tail) the
+        fold takes that answer too and sends the newest result as text."""
         keeper = session(50_000, summarize=True, mask_keep_recent=None)
         history = [TASK]
         for number in range(5):
@@ -243,8 +244,9 @@ class TestDefaultKeep:
         assert fold_point(keeper.history, 0, 8_000) == 11
         assert fold_point(keeper.history, 0, 8_001) == 9
         prepared = keeper.prepare()
-        assert [(a.step, a.deleted_range) for a in prepared.actions] == [("summarize", (2, 10))]
-        assert tool_ids(prepared.messages) == ["t0", "t5"]
+        assert [(a.step, a.deleted_range) for a in prepared.actions] == [("summarize", (2, 11))]
+        assert tool_ids(prepared.messages) == ["t0"]
+        assert len(prepared.messages) == 3
 
 
 SYSTEM = "You are a careful coding agent."
@@ -299,8 +301,10 @@ class TestOutOfBandSharesThePrefix:
 
 
 class TestDeepFold:
-    """By default a fold keeps only the newest turn verbatim: the continuation carries the state
-    of work, so the fold frees all it can (a verbatim tail beyond it is kept only when asked)."""
+    """By default a fold keeps only the newest turn verbatim, without the answer it replies to:
+    the continuation carries the state of work, so the fold frees all it can (a verbatim tail,
+    the answer with it, is kept only when asked). The newest results, whose call is folded, are
+    sent as text after the continuation, and the ledger runs to the end of that turn."""
 
     def _folded(self, **options: Any) -> Any:
         keeper = session(summarize=True, mask_keep_recent=None, **options)
@@ -312,15 +316,21 @@ class TestDeepFold:
 
     def test_the_request_after_a_fold(self) -> None:
         folded = self._folded()
-        assert actions(folded) == [("summarize", tuple(range(2, 13)), (2, 12))]
-        assert len(folded.messages) == 5  # messages 0-1, the continuation, the newest turn
+        assert actions(folded) == [("summarize", tuple(range(2, 14)), (2, 13))]
+        assert len(folded.messages) == 3  # messages 0-1, the continuation and the newest turn
         assert folded.messages[:2] == [TASK, turn(0, 5_000)[0]]
-        placeholder, ledger = folded.messages[2]["content"]
+        placeholder, ledger, header, result = folded.messages[2]["content"]
         assert placeholder == {"type": "tool_result", "tool_use_id": "t0", "content": FOLDED}
         assert ledger["text"].startswith("[windowkeeper: earlier turns of this conversation were")
-        assert "Files read: m0.py, m1.py, m2.py, m3.py, m4.py, m5.py" in ledger["text"]
-        assert folded.messages[3:] == turn(6, 5_000)  # the newest turn alone, as written
-        assert folded.estimated_tokens == 1_434
+        assert "Files read: m0.py, m1.py, m2.py, m3.py, m4.py, m5.py, m6.py" in ledger["text"]
+        assert "waiting" not in ledger["text"]
+        assert header == {
+            "type": "text",
+            "text": "[windowkeeper: the result of a tool call (t6) whose call is not in this"
+            " request:]",
+        }
+        assert result == {"type": "text", "text": turn(6, 5_000)[1]["content"][0]["content"]}
+        assert folded.estimated_tokens == 1_438
 
     def test_a_tail_is_kept_when_asked_for(self) -> None:
         folded = self._folded(keep_recent_tokens=2_000)
@@ -332,7 +342,7 @@ class TestSummaryWorth:
     """Once there is a summary, a new one is asked for only when the turns it would add hold at
     least eight times its size; fewer are folded into the ledger beside it (a refold)."""
 
-    def _run(self, summary_chars: int) -> tuple[list[list[str]], list[Any]]:
+    def _run(self, summary_chars: int, turns: int = 14) -> tuple[list[list[str]], list[Any]]:
         calls: list[list[str]] = []
 
         def summarizer(request: SummaryRequest) -> str:
@@ -342,45 +352,48 @@ class TestSummaryWorth:
         keeper = session(summarize=summarizer, mask_keep_recent=None)
         keeper.append(TASK)
         folds = []
-        for number in range(12):
+        for number in range(turns):
             keeper.extend(turn(number, 5_000))
             prepared = keeper.prepare()
             folds += actions(prepared)
         return calls, folds
 
     def test_too_little_new_keeps_the_last_summary(self) -> None:
-        """A 3,600-character summary (901 tokens): the second fold adds five turns of 1,250
-        tokens, less than 8 x 901, so no second summary is paid for."""
-        calls, folds = self._run(3_600)
-        assert calls == [["t1", "t2", "t3", "t4", "t5"]]
+        """A 4,400-character summary (1,101 tokens): the second fold adds six turns of 1,250
+        tokens, less than 8 x 1,101, so no second summary is paid for."""
+        calls, folds = self._run(4_400)
+        assert calls == [["t1", "t2", "t3", "t4", "t5", "t6"]]
         assert folds == [
-            ("summarize", tuple(range(2, 13)), (2, 12)),
-            ("refold", tuple(range(13, 23)), (2, 22)),
+            ("summarize", tuple(range(2, 14)), (2, 13)),
+            ("refold", tuple(range(14, 26)), (2, 25)),
         ]
 
     def test_enough_new_asks_again(self) -> None:
         """A 2,000-character summary (501 tokens): five new turns are worth a new one."""
         calls, folds = self._run(2_000)
-        assert calls == [["t1", "t2", "t3", "t4", "t5"], ["t6", "t7", "t8", "t9", "t10"]]
+        assert calls == [
+            ["t1", "t2", "t3", "t4", "t5", "t6"],
+            ["t7", "t8", "t9", "t10", "t11", "t12"],
+        ]
         assert [step for step, _, _ in folds] == ["summarize", "summarize"]
 
     def test_in_band_does_not_ask_for_too_little_new(self) -> None:
-        """In-band, past ``in_band_at`` with four turns (about 5,000 tokens) since a summary of
-        901 tokens: no ask; the pre-flight folds them with the ledger when the limit comes."""
+        """In-band, past ``in_band_at`` with five turns (about 6,300 tokens) since a summary of
+        1,101 tokens: no ask; the pre-flight folds them with the ledger when the limit comes."""
         keeper = session(summarize="in-band", mask_keep_recent=None)
         keeper.append(TASK)
         asks = []
-        for number in range(11):
+        for number in range(12):
             keeper.extend(turn(number, 5_000))
             prepared = keeper.prepare()
             asks.append((number, prepared.estimated_tokens, prepared.summary_requested))
             if prepared.summary_requested:
-                keeper.append({"role": "assistant", "content": "SUMMARY " + "s" * 3_592})
+                keeper.append({"role": "assistant", "content": "SUMMARY " + "s" * 4_392})
                 assert actions(keeper.prepare())[0][0] == "summarize-in-band"
         assert asks[5] == (5, 7_993, True)  # the first summary is always asked for
-        assert asks[9] == (9, 7_275, False)  # past 6,800, but too little new since
-        assert asks[10][2] is False
-        assert actions(prepared) == [("summarize", tuple(range(11, 22)), (2, 21))]
+        assert asks[10] == (10, 7_276, False)  # past 6,800, but too little new since
+        assert asks[11][2] is False
+        assert actions(prepared) == [("summarize", tuple(range(12, 25)), (2, 24))]
         assert "SUMMARY sss" in prepared.messages[2]["content"][1]["text"]  # the last one kept
 
 
@@ -431,3 +444,32 @@ def test_a_long_latest_instruction_is_sent_whole_after_a_small_windows_fold() ->
         if isinstance(block, str) or block.get("type") == "text"
     )
     assert " ".join(instruction.split()) in " ".join(sent.split())  # the ledger indents its lines
+
+
+class TestFoldBeforeMasking:
+    """With compaction on, the fold runs before masking old outputs: both rewrite the request
+    from its first tool output on, and the fold leaves the smaller request to re-read until the
+    next shrink. Seven reads of 5,000 characters (8,885 tokens, limit 8,000), masking on."""
+
+    def test_the_fold_comes_first(self) -> None:
+        keeper = session(summarize=True)
+        keeper.append(TASK)
+        for number in range(7):
+            keeper.extend(turn(number, 5_000))
+            prepared = keeper.prepare()
+        assert [(a.step, a.tokens_before, a.tokens_after) for a in prepared.actions] == [
+            ("summarize", 8_885, 1_438)
+        ]
+        assert actions(prepared) == [("summarize", tuple(range(2, 14)), (2, 13))]
+        assert len(prepared.messages) == 3
+        assert tool_ids(prepared.messages) == ["t0"]
+
+    def test_without_compaction_masking_is_the_first_remedy(self) -> None:
+        keeper = session()
+        keeper.append(TASK)
+        for number in range(7):
+            keeper.extend(turn(number, 5_000))
+            prepared = keeper.prepare()
+        assert [(a.step, a.messages, a.tokens_before) for a in prepared.actions] == [
+            ("mask-outputs", (2, 4, 6, 8), 8_885)
+        ]

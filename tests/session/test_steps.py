@@ -22,6 +22,7 @@ from windowkeeper.session.steps import (
     HideOldTurns,
     MaskOldOutputs,
     ReplaceDuplicateReads,
+    SummarizeTurns,
     default_steps,
 )
 
@@ -46,6 +47,16 @@ class TestDefaultPipeline:
         assert names == ["duplicate-reads", "mask-outputs", "hide-turns", "clip-blocks"]
         assert [step.name for step in default_steps(None)] == [
             "duplicate-reads",
+            "hide-turns",
+            "clip-blocks",
+        ]
+
+    def test_with_compaction_the_fold_comes_before_masking(self) -> None:
+        names = [step.name for step in default_steps(summarize=SummarizeTurns())]
+        assert names == [
+            "duplicate-reads",
+            "summarize",
+            "mask-outputs",
             "hide-turns",
             "clip-blocks",
         ]

@@ -25,6 +25,7 @@ __all__ = [
     "PairMemo",
     "RepairMemo",
     "ensure_tool_results_follow_tool_use",
+    "orphans_as_text",
     "results_follow_tool_use_keeping_text",
 ]
 
@@ -235,7 +236,7 @@ def _repaired_keeping_text(message: Any, following: Any) -> Message | None:
     return _repaired_message(message, following, keep_text=True)
 
 
-def _orphans_as_text(message: Any, following: Any) -> Message | None:
+def orphans_as_text(message: Any, following: Any) -> Message | None:
     """``following`` with each tool_result that answers no call of ``message`` made text."""
     if not isinstance(following, dict) or following.get("role") != "user":
         return None
@@ -275,14 +276,14 @@ class OrphanResults(PairMemo):
     __slots__ = ()
 
     def __init__(self) -> None:
-        super().__init__(_orphans_as_text)
+        super().__init__(orphans_as_text)
 
     def apply(self, messages: Sequence[Message]) -> list[Message]:
         """``messages`` with orphan results as text, in the first message too (nothing is before
         it, so every result there is an orphan)."""
         output = super().apply(messages)
         if output:
-            first = _orphans_as_text({"role": "assistant", "content": []}, output[0])
+            first = orphans_as_text({"role": "assistant", "content": []}, output[0])
             if first is not None:
                 output[0] = first
         return output

@@ -20,7 +20,7 @@ from ..core._truncation import visible_start
 from ._state import Fold, SessionState
 from ._summary import continuation, summary_instruction, with_instruction
 from .steps import REFOLD, Action, SummarizeTurns, fold_point
-from .steps._summarize import usable_summary
+from .steps._summarize import ledger_end, usable_summary
 
 __all__ = ["SUMMARY_REPLY_KINDS", "Compaction", "summary_text"]
 
@@ -319,7 +319,7 @@ class Compaction:
         if current is not None and current[1] >= point - 1:
             return state, None
         start = visible_start(current)
-        ledger = self.step.ledgers.ledger(history, point)
+        ledger = self.step.ledgers.ledger(history, ledger_end(history, point, length))
         state = state.hiding((2, point - 1))
         compaction = state.compaction
         state = replace(

@@ -18,7 +18,7 @@ from ..core._incremental import Seen
 from ..core._messages import Message
 from ..core._notices import TRUNCATION_NOTICE
 from ..core._overwrites import OverwriteStore
-from ..core._pairing import OrphanResults
+from ..core._pairing import OrphanResults, orphans_as_text
 from ..core._truncation import visible_start
 from ..formats._wire import EMPTY_MESSAGE_NOTICE, Repair, anthropic_emptied
 from ._alternation import RoleMerger, merge_same_roles
@@ -46,6 +46,7 @@ class RequestBuilder:
     """The request pipeline of one session (see the module docstring); not thread-safe."""
 
     __slots__ = (
+        "_after_fold",
         "_continued",
         "_counter",
         "_empties",
@@ -81,6 +82,7 @@ class RequestBuilder:
         self._noticed: tuple[Message, Message] | None = None
         self._greeted: tuple[Message, Message] | None = None
         self._continued: tuple[tuple[str, tuple[str, ...]], Message] | None = None
+        self._after_fold: tuple[Message, Message] | None = None
         self.orphaned: tuple[Repair, ...] = ()  # the last render's results turned into text
 
     def forget(self) -> None:
@@ -97,7 +99,18 @@ class RequestBuilder:
         return self.clip_memo.apply(view, state.clips)
 
     def render(self, view: list[Message], state: SessionState) -> list[Message]:
-        """What ``state`` sends of ``view``: the original's truncation, then :meth:`visible`."""
+        """What ``state`` sends of ``view``: the original's truncation, then :meth:`visible`.
+
+        When a fold took the answer the newest turn replies to, the tail opens with that user
+        turn: its tool results are made text first (their call is folded), as the original's
+        pairing repair would put a missing result in their place after message 1's calls."""
+        hidden = state.deleted_range
+        if state.compaction.fold is not None and hidden is not None:
+            after = hidden[1] + 1
+            if after < len(view) and view[after].get("role") == "user":
+                opened = self._results_as_text(view[after])
+                if opened is not view[after]:
+                    view = [*view[:after], opened, *view[after + 1 :]]
         return self.visible(self._manager.get_truncated_messages(view, state.deleted_range), state)
 
     def visible(self, sent: list[Message], state: SessionState) -> list[Message]:
@@ -182,6 +195,16 @@ class RequestBuilder:
             if index < 2 or index >= start
             for position, new in renamed.items()
         )
+
+    def _results_as_text(self, message: Message) -> Message:
+        """``message``, the newest turn right after a fold that took the answer it replies to,
+        with its tool results as text (their call is folded), the same object while it is
+        unchanged."""
+        known = self._after_fold
+        if known is None or known[0] is not message:
+            converted = orphans_as_text({"role": "assistant", "content": []}, message)
+            known = self._after_fold = (message, converted if converted is not None else message)
+        return known[1]
 
     def _continuation(self, text: str, first_answer: Message) -> Message:
         """The user message that carries a fold's text, the same object while nothing changes.

@@ -40,6 +40,7 @@ __all__ = [
     "failure_reason",
     "fold_point",
     "is_async_summarizer",
+    "ledger_end",
     "usable_summary",
 ]
 
@@ -88,22 +89,38 @@ def _opens_cleanly(view: Sequence[Message], index: int) -> bool:
 
 
 def fold_point(view: Sequence[Message], start: int, keep_recent_tokens: int) -> int | None:
-    """The assistant message the verbatim tail starts at, or None when nothing can be folded.
+    """The message the verbatim tail starts at, or None when nothing can be folded.
 
-    The tail keeps the latest user turn whole and the answer it replies to, and at least
-    ``keep_recent_tokens`` of the most recent messages; the cut is before an assistant message,
-    so no tool_use is parted from its results (they are in the message after it), and not
-    inside a thinking tool loop where a cut outside one exists. When every assistant message
-    continues such a loop (a model that thinks on every turn), the cut is made inside one: the
-    assistant message it opens at keeps its own thinking blocks, which is what the API asks of
-    the last turn of a loop. At least one message past ``start`` must be folded.
+    The tail keeps the latest user turn whole. With ``keep_recent_tokens`` 0 that turn is the
+    whole tail: the answer it replies to is folded too (the summary and the ledger say what it
+    did), and tool results whose call is folded are sent as text. That answer is often the
+    largest message of a request (a file body written, a long plan) and, kept, it would be
+    written to the cache again after every fold and read on every request until the next one.
+    Otherwise the tail also keeps that answer and at least ``keep_recent_tokens`` of the most
+    recent messages; the cut is then before an assistant message, so no tool_use is parted
+    from its results (they are in the message after it), and not inside a thinking tool loop
+    where a cut outside one exists. When every assistant message continues such a loop (a
+    model that thinks on every turn), the cut is made inside one: the assistant message it
+    opens at keeps its own thinking blocks, which is what the API asks of the last turn of a
+    loop. At least one message past ``start`` must be folded.
     """
+    newest = newest_turn(view).start
+    if keep_recent_tokens <= 0 and newest < len(view) and newest - 1 >= max(start, 2):
+        return newest
     clean = _fold_point(view, start, keep_recent_tokens, inside_loops=False)
     return (
         clean
         if clean is not None
         else _fold_point(view, start, keep_recent_tokens, inside_loops=True)
     )
+
+
+def ledger_end(view: Sequence[Message], point: int, turn_end: int) -> int:
+    """Where the ledger of a fold at ``point`` ends: at the cut, or, when the fold took the
+    answer the newest turn replies to (the tail opens with that user turn, ending at
+    ``turn_end``), after that turn, so the calls whose results it carries are not listed as
+    still waiting."""
+    return turn_end if view[point].get("role") == "user" else point
 
 
 def _fold_point(
@@ -233,7 +250,7 @@ class SummarizeTurns:
             return None
         point, excess = self._as_small_as_truncation(draft, point)
         folded = tuple(view[max(start, 2) : point])
-        ledger = self.ledgers.ledger(draft.history, point)
+        ledger = self.ledgers.ledger(draft.history, ledger_end(view, point, len(view)))
         hidden = tuple(range(max(start, 2), point))
         if not draft.may_fold or not self.worth_summary(folded, draft.previous_summary):
             # No new summary now (right after a fold, while summarizing is paused, or when the
