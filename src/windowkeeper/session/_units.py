@@ -64,8 +64,12 @@ def utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=repr).encode
+"""``json.dumps`` with these options, its encoder made once (``json.dumps`` makes one a call)."""
+
+
 def json_len(value: Any) -> int:
-    return utf8_len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr))
+    return utf8_len(_COMPACT(value))
 
 
 def string_field(block: Mapping[str, Any], key: str, path: str) -> str:
