@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from windowkeeper.core._incremental import Growing, Seen, shared_prefix
+from windowkeeper.core._incremental import Growing, Seen, replaced_spans, shared_prefix
 
 from ..conftest import examples
 
@@ -127,3 +127,33 @@ def test_shared_prefix_counts_identical_elements_only(old: list[int], new: list[
     )
     assert shared_prefix(before, after) == same
     assert shared_prefix(tuple(before), after) == same
+
+
+@settings(max_examples=examples(300, 2_000), deadline=None)
+@given(
+    st.lists(st.integers(0, 5), max_size=12),
+    st.lists(st.integers(0, 5), max_size=12),
+    st.integers(0, 12),
+)
+def test_replaced_spans_rebuild_the_new_list(
+    old_keys: list[int], new_keys: list[int], head: int
+) -> None:
+    """``new`` is ``old`` with each reported span replaced, the spans ascending and apart;
+    None exactly when the lists share no first element."""
+    pool = [object() for _ in range(6)]
+    old = [pool[key] for key in old_keys]
+    new = [*old[:head], *(pool[key] for key in new_keys)]  # shares up to ``head`` first elements
+    spans = replaced_spans(old, new)
+    if spans is None:
+        assert shared_prefix(old, new) == 0
+        return
+    rebuilt: list[Any] = []
+    done = 0
+    for a, b, c, d in spans:
+        assert done <= a <= b <= len(old)
+        assert 0 < c <= d <= len(new)
+        rebuilt += [*old[done:a], *new[c:d]]
+        done = b
+    rebuilt += old[done:]
+    assert len(rebuilt) == len(new)
+    assert all(x is y for x, y in zip(rebuilt, new, strict=True))

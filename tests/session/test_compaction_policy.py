@@ -26,7 +26,7 @@ from windowkeeper import (
 from windowkeeper.formats import from_anthropic, validate_openai
 from windowkeeper.session import Checkpoint, Fold, SessionState
 from windowkeeper.session._compaction import Compaction
-from windowkeeper.session._request import FOLDED_RESULT
+from windowkeeper.session._request import FOLDED_RESULT, _EmptyMessages
 from windowkeeper.session.steps import (
     Action,
     ClipLargeBlocks,
@@ -662,3 +662,28 @@ class TestFoldNoLargerThanTruncation:
         folded, request = self._prepared(summarize=True, keep_recent_tokens=1_000)
         assert folded.deleted_range == (2, 28)
         _valid(request)
+
+
+def test_the_empty_message_count_of_an_edited_request_is_that_of_a_fresh_count() -> None:
+    """The estimate (which a fold must fit under) counts the messages the wire fills with a
+    notice; a request whose messages were replaced, hidden or appended since the last count
+    (a shrink's steps, then the next turns) counts as many as one counted afresh."""
+    empty = [
+        {"role": "user", "content": ""},
+        {"role": "assistant", "content": [{"type": "text", "text": " "}]},
+    ]
+    full = [{"role": "user", "content": f"words {n}"} for n in range(6)]
+    requests = [
+        [TASK, *empty, *full],  # first count
+        [TASK, empty[0], full[1], *full[1:], empty[1]],  # replaced in place, one appended
+        [TASK, *full[3:], empty[1]],  # a run hidden
+        [TASK, *full[3:], empty[1], empty[0], dict(empty[0])],  # appended
+        [dict(TASK), empty[0]],  # nothing shared
+        [],
+    ]
+    counter = _EmptyMessages()
+    for request in requests:
+        before = [dict(message) for message in request]
+        assert counter.count(request) == _EmptyMessages().count(request)
+        assert request == before
+    assert [_EmptyMessages().count(request) for request in requests] == [2, 2, 1, 3, 1, 0]

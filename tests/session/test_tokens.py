@@ -649,3 +649,51 @@ def test_the_least_tokens_of_an_anchored_request_sum_as_a_whole_count(
     whole.restore(estimator.snapshot())  # the same calibration, no anchor to add to
     whole._anchor = None
     assert anchored == whole.least_tokens(messages)
+
+
+_EDITS = st.lists(
+    st.one_of(
+        st.tuples(st.just("replace"), st.integers(0, 30), st.text(max_size=30)),
+        st.tuples(st.just("hide"), st.integers(0, 30), st.integers(0, 6)),
+        st.tuples(st.just("append"), st.integers(0, 3), st.text(max_size=30)),
+        st.tuples(st.just("fresh"), st.integers(0, 0), st.text(max_size=30)),
+    ),
+    max_size=25,
+)
+
+
+def _message(position: int, text: str) -> dict[str, Any]:
+    if position % 3 == 2:
+        return assistant(
+            [
+                {"type": "text", "text": text or "."},
+                {"type": "tool_use", "id": f"t{position}", "name": "read", "input": {"p": text}},
+            ]
+        )
+    return user(text or "?")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(max_size=30), min_size=2, max_size=12), _EDITS)
+def test_a_request_edited_in_place_counts_as_counted_afresh(
+    texts: list[str], edits: list[tuple[str, int, Any]]
+) -> None:
+    """Requests that replace, hide or append messages of the one counted before (as a shrink's
+    steps do) count the same in one estimator as each counted by a fresh one, and the lists
+    and messages counted are left as they were."""
+    estimator = CalibratedEstimator()
+    request = [_message(i, text) for i, text in enumerate(texts)]
+    for kind, at, value in [("append", 0, ""), *edits]:
+        request = list(request)
+        if kind == "replace" and request:
+            request[at % len(request)] = _message(at, value)
+        elif kind == "hide" and len(request) > 2:
+            start = 1 + at % (len(request) - 1)
+            del request[start : start + value]
+        elif kind == "append":
+            request += [_message(len(request) + i, value) for i in range(at)]
+        elif kind == "fresh":
+            request = [_message(i, value) for i in range(len(request))]
+        before = copy.deepcopy(request)
+        assert estimator.count(request) == CalibratedEstimator().count(request)
+        assert request == before

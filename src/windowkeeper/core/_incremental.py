@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Sequence
-from itertools import compress, count
+from itertools import compress, count, islice
 from typing import Any, SupportsIndex
 
-__all__ = ["Growing", "Seen", "shared_prefix"]
+__all__ = ["Growing", "Seen", "replaced_spans", "shared_prefix"]
 
 _LOG = 64  # changes remembered; a reader older than that starts over
 
@@ -34,6 +34,31 @@ def shared_prefix(old: Sequence[Any], new: Sequence[Any]) -> int:
     # the first position where they differ, found at C level (a shrink edits messages in the
     # middle of the request, and every memo downstream looks for where its list changed)
     return next(compress(count(), map(operator.is_not, old, new)), min(len(old), len(new)))
+
+
+def replaced_spans(
+    old: Sequence[Any], new: Sequence[Any]
+) -> list[tuple[int, int, int, int]] | None:
+    """``(a, b, c, d)`` spans such that ``new`` is ``old`` with each ``old[a:b]`` replaced by
+    ``new[c:d]`` (by identity), ascending; None when they share no leading element.
+
+    A shrink edits a few messages of a request in place (each changed position is a span), or
+    hides a run of them (one span between the shared head and the shared tail); a memo of a sum
+    over the list then redoes only the spans instead of everything after the first change.
+    """
+    shared = shared_prefix(old, new)
+    if not shared:
+        return None
+    if len(old) == len(new):
+        changed = compress(
+            range(shared, len(new)),
+            map(operator.is_not, islice(old, shared, None), islice(new, shared, None)),
+        )
+        return [(at, at + 1, at, at + 1) for at in changed]
+    room = min(len(old), len(new)) - shared  # the shared tail may not reach into the head
+    tail = next(compress(count(), map(operator.is_not, reversed(old), reversed(new))), room)
+    tail = min(tail, room)
+    return [(shared, len(old) - tail, shared, len(new) - tail)]
 
 
 def _lowest(index: Any, length: int) -> int:

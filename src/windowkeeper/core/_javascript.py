@@ -207,6 +207,11 @@ def _normalize(value: Any, exotic: list[bool]) -> Any:
     raise TypeError(f"{type(value).__name__} is not a JSON value")
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+"""``json.dumps(value, separators=(",", ":"), ensure_ascii=False)`` with one encoder made once:
+``json.dumps`` builds a new encoder on every call given options (every store record pays it)."""
+
+
 def dumps(value: Any, *, exotic: bool) -> str:
     """``JSON.stringify(value)``: compact, non-ASCII raw, lone surrogates escaped."""
     if exotic:
@@ -214,7 +219,7 @@ def dumps(value: Any, *, exotic: bool) -> str:
         _write(value, parts)
         text = "".join(parts)
     else:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        text = _COMPACT(value)
     if not text.isascii():
         # Encoding fails exactly when a lone surrogate is there, and is faster than a search.
         try:

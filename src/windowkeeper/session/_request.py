@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..cline._manager import ContextManager
-from ..core._incremental import Seen
+from ..core._incremental import replaced_spans
 from ..core._messages import Message
 from ..core._notices import TRUNCATION_NOTICE
 from ..core._overwrites import OverwriteStore
@@ -249,35 +249,47 @@ def arrival_clips(
 
 
 class _EmptyMessages:
-    """How many messages of a request the wire will fill with a notice, counted for new ones only.
+    """How many messages of a request the wire fills with a notice, judging only the messages
+    replaced or added since the last count (see :func:`~windowkeeper.core._incremental.replaced_spans`).
 
     A message with nothing the provider accepts (empty or blank text, only dropped blocks) is
     sent with a notice; the estimate must count that text, or a request at the limit goes over.
     """
 
-    __slots__ = ("_known", "_running", "_seen")
+    __slots__ = ("_known", "_last", "_total")
 
     def __init__(self) -> None:
-        self._seen = Seen()
-        self._running: list[int] = [0]  # _running[i]: such messages among the first i
+        self._last: list[Message] | None = None  # the messages counted last
+        self._total = 0  # such messages among them
         self._known: dict[int, tuple[Message, bool]] = {}  # by id: a message judged before
 
     def count(self, messages: Sequence[Message]) -> int:
-        done = self._seen.prefix(messages)
-        running = self._running
-        del running[done + 1 :]
+        last = self._last
+        spans = replaced_spans(last, messages) if last is not None else None
+        if last is None or spans is None:
+            total = self._among(messages, 0, len(messages))
+        else:  # the last count, with the messages replaced since (a shrink's edits) swapped
+            total = self._total
+            for a, b, c, d in spans:
+                total += self._among(messages, c, d) - self._among(last, a, b)
+        if len(self._known) > 2 * len(messages) + 64:  # forget messages no longer sent
+            live = set(map(id, messages))
+            self._known = {key: entry for key, entry in self._known.items() if key in live}
+        self._last, self._total = list(messages), total
+        return total
+
+    def _among(self, messages: Sequence[Message], start: int, stop: int) -> int:
+        """How many of ``messages[start:stop]`` the wire fills with a notice, each judged once."""
         known = self._known
-        for message in messages[done:]:
+        found = 0
+        for index in range(start, stop):
+            message = messages[index]
             entry = known.get(id(message))
             if entry is None or entry[0] is not message:
                 entry = (message, anthropic_emptied(message))
                 known[id(message)] = entry
-            running.append(running[-1] + entry[1])
-        if len(known) > 2 * len(messages) + 64:  # forget messages no longer sent
-            live = set(map(id, messages))
-            self._known = {key: entry for key, entry in known.items() if key in live}
-        self._seen.remember(messages)
-        return running[-1]
+            found += entry[1]
+        return found
 
 
 def finish_request(sent: list[Message], store: OverwriteStore) -> list[Message]:

@@ -31,8 +31,9 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
-from .._errors import ConfigurationError, MalformedMessageError
-from ..core._messages import JSONValue, Message, SystemPrompt, shared_prefix
+from .._errors import ConfigurationError
+from ..core._incremental import replaced_spans
+from ..core._messages import JSONValue, Message, SystemPrompt
 from ._anchors import Anchor as _Anchor
 from ._anchors import Digests as _Digests
 from ._anchors import anchor_value as _anchor_value
@@ -45,9 +46,11 @@ from ._calibration import weighted_quantile as _weighted_quantile
 from ._images import MAX_IMAGE_TOKENS, image_dimensions, image_tokens
 from ._units import NO_UNITS as _NO_UNITS
 from ._units import Units as _Units
+from ._units import check_sequence as _check_sequence
 from ._units import message_units as _message_units
 from ._units import parts as _parts
 from ._units import same_parts as _same_parts
+from ._units import summed as _summed
 from ._units import system_units as _system_units
 from ._units import tools_units as _tools_units
 
@@ -426,21 +429,25 @@ class CalibratedEstimator:
         self._margin = min(_MAX_MARGIN, max(self._min_margin, upper))
 
     def _totals(self, messages: Sequence[Message]) -> _Units:
-        """Summed units of all ``messages``; only the new ones when they extend the last call's."""
+        """Summed units of all ``messages``; only those that replaced or extend the last call's
+        when it shares its first messages (integers: the same sum as counting all again)."""
         last = self._last_count
-        if last is not None and shared_prefix(last[0], messages) == len(last[0]):
-            totals = _summed(last[1], self._units_of(messages, len(last[0])))
-        else:
+        spans = replaced_spans(last[0], messages) if last is not None else None
+        if last is None or spans is None:
             totals = self._units_of(messages, 0)
+        else:  # the last count's, with the messages replaced since (a shrink's edits) swapped
+            old, totals = last
+            for a, b, c, d in spans:
+                totals = _summed(totals, self._units_of(messages, c, d), self._units_of(old, a, b))
         if len(messages) > 1:  # a single message measured on its own is not a request to extend
             self._last_count = (list(messages), totals)
         return totals
 
-    def _units_of(self, messages: Sequence[Message], start: int) -> _Units:
-        """Summed units of ``messages[start:]``, measuring each message once (cached by id)."""
+    def _units_of(self, messages: Sequence[Message], start: int, stop: int | None = None) -> _Units:
+        """Summed units of ``messages[start:stop]``, measuring each message once (cached by id)."""
         cache = self._cache
         text = thinking = images = 0
-        for index in range(start, len(messages)):
+        for index in range(start, len(messages) if stop is None else stop):
             message = messages[index]
             entry = cache.get(id(message))
             if entry is None or entry[0] is not message:
@@ -483,18 +490,3 @@ def _holds(check: Callable[[], object]) -> bool:
         return bool(check())
     except TypeError:
         return False
-
-
-def _summed(first: _Units, second: _Units) -> _Units:
-    return _Units(
-        first.text + second.text, first.thinking + second.thinking, first.images + second.images
-    )
-
-
-def _check_sequence(messages: Any) -> None:
-    if type(messages) is list:  # the usual case, without the ABC's slower check
-        return
-    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
-        raise MalformedMessageError(
-            "messages", f"expected a list of messages, got {type(messages).__name__}"
-        )

@@ -35,10 +35,12 @@ __all__ = [
     "BLOCK_OVERHEAD",
     "NO_UNITS",
     "Units",
+    "check_sequence",
     "json_len",
     "message_units",
     "parts",
     "same_parts",
+    "summed",
     "system_units",
     "tools_units",
     "utf8_len",
@@ -64,8 +66,12 @@ def utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=repr).encode
+"""``json.dumps`` with these options, its encoder made once (``json.dumps`` makes one a call)."""
+
+
 def json_len(value: Any) -> int:
-    return utf8_len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr))
+    return utf8_len(_COMPACT(value))
 
 
 def string_field(block: Mapping[str, Any], key: str, path: str) -> str:
@@ -202,3 +208,22 @@ def same_parts(old: tuple[Any, ...] | None, new: tuple[Any, ...] | None) -> bool
         and len(old) == len(new)
         and all(map(operator.is_, old, new))
     )
+
+
+def summed(first: Units, second: Units, less: Units = NO_UNITS) -> Units:
+    """``first`` plus ``second``, less ``less`` (a message's units when another replaced it)."""
+    return Units(
+        first.text + second.text - less.text,
+        first.thinking + second.thinking - less.thinking,
+        first.images + second.images - less.images,
+    )
+
+
+def check_sequence(messages: Any) -> None:
+    """Raise :class:`MalformedMessageError` unless ``messages`` is a sequence of messages."""
+    if type(messages) is list:  # the usual case, without the ABC's slower check
+        return
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes | bytearray):
+        raise MalformedMessageError(
+            "messages", f"expected a list of messages, got {type(messages).__name__}"
+        )
