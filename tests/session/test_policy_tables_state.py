@@ -199,3 +199,36 @@ class TestValuesHandedBack:
         else:
             with pytest.raises(InvalidUsageError, match=r"usage\.input_tokens"):
                 usage_from_sdk(report)
+
+
+class TestRollbackKeepsTheLastRequest:
+    """A checkpoint between ``prepare`` and ``record_usage`` (the request is in flight): after a
+    rollback to it, the usage reported for that request still teaches the counter, so the same
+    calls give the same requests as without the rollback (seen by the OpenAI state machine)."""
+
+    TASK = {"role": "user", "content": "Fix the parser. " * 200}
+
+    def _next_estimate(self, *, rollback: bool, report: bool = True) -> int:
+        keeper = ContextSession(200_000)  # the default counter learns from reported usage
+        keeper.extend(
+            [
+                self.TASK,
+                {"role": "assistant", "content": "Reading it now. " * 100},
+                {"role": "user", "content": "go on " * 300},
+            ]
+        )
+        keeper.prepare()
+        mark = keeper.checkpoint()
+        if report:
+            keeper.record_usage({"input_tokens": 3_000, "output_tokens": 10})
+        if rollback:
+            keeper.rollback(mark)
+            keeper.record_usage({"input_tokens": 3_000, "output_tokens": 10})
+        keeper.append({"role": "assistant", "content": "done " * 50})
+        keeper.append({"role": "user", "content": "more " * 50})
+        return keeper.prepare().estimated_tokens
+
+    def test_the_usage_reported_after_the_rollback_is_learnt_from(self) -> None:
+        learnt = self._next_estimate(rollback=False)
+        assert self._next_estimate(rollback=True) == learnt
+        assert learnt > self._next_estimate(rollback=False, report=False)  # it did learn

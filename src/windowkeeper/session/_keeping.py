@@ -65,6 +65,7 @@ class SessionKeeping:
             store_json=self._manager.context_history_json(),
             timestamp=self._state.last_timestamp,
             counter_state=snapshot_of(self._counter),
+            last_request=self._last,
         )
 
     def rollback(self, checkpoint: Checkpoint) -> None:
@@ -89,6 +90,11 @@ class SessionKeeping:
             undo()
             raise
         self._went_back(state, store)
+        last = checkpoint.last_request
+        if isinstance(last, LastRequest):
+            # the request prepared before the checkpoint is again the last one: its usage, when
+            # reported after the rollback, is learnt from as it would have been before
+            self._last = last
 
     def _went_back(self, state: SessionState, store: OverwriteStore) -> None:
         """After a committed cut or rollback: ``state`` and ``store`` in force, what the session

@@ -44,7 +44,9 @@ class Checkpoint:
 
     ``state`` is the whole :class:`~windowkeeper.session._state.SessionState` (range, usage,
     clips, the fold and its counters); ``store_json`` the overwrite store as the original
-    serializes it; ``counter_state`` the counter's ``snapshot()``, when it has one.
+    serializes it; ``counter_state`` the counter's ``snapshot()``, when it has one;
+    ``last_request`` the request prepared last before the checkpoint (in memory only), so that
+    usage reported for it after a rollback teaches the counter as it would have before.
     """
 
     history_length: int
@@ -52,6 +54,7 @@ class Checkpoint:
     store_json: str
     timestamp: int
     counter_state: object = None
+    last_request: object = None
 
     @property
     def deleted_range(self) -> DeletedRange | None:

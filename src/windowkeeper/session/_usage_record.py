@@ -43,6 +43,9 @@ class LastRequest:
         self.timestamp = timestamp
         self.generation = generation
 
+    def __repr__(self) -> str:
+        return f"LastRequest({len(self.messages)} messages, timestamp={self.timestamp})"
+
 
 def recorded_usage(
     state: SessionState,
