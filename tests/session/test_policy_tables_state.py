@@ -206,13 +206,11 @@ class TestRollbackKeepsTheLastRequest:
     rollback to it, the usage reported for that request still teaches the counter, so the same
     calls give the same requests as without the rollback (seen by the OpenAI state machine)."""
 
-    TASK = {"role": "user", "content": "Fix the parser. " * 200}
-
     def _next_estimate(self, *, rollback: bool, report: bool = True) -> int:
         keeper = ContextSession(200_000)  # the default counter learns from reported usage
         keeper.extend(
             [
-                self.TASK,
+                {"role": "user", "content": "Fix the parser. " * 200},
                 {"role": "assistant", "content": "Reading it now. " * 100},
                 {"role": "user", "content": "go on " * 300},
             ]
