@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import validate_messages
+from windowkeeper import TaskFolderError, validate_messages
 from windowkeeper.tools._inspection import inspect_trace
 from windowkeeper.tools._trace import load_trace
 from windowkeeper.transcripts import Unknown
@@ -169,6 +169,54 @@ class TestStream:
         transcript = parse_openhands_v1([_user("go"), _action("c1", "r1"), rejected, future])
         assert transcript.messages[2]["content"][0]["content"] == "Action rejected: not now"
         assert transcript.unknown == (Unknown("<string>: [3]", "NewKindEvent"),)
+
+    @pytest.mark.parametrize(
+        ("tool", "expected"),
+        [
+            (  # newer SDKs: the name is the title; no parameters
+                {
+                    "description": "Run one shell command.",
+                    "action_type": "TerminalAction",
+                    "observation_type": "TerminalObservation",
+                    "annotations": None,
+                    "kind": "TerminalTool",
+                    "title": "terminal",
+                },
+                {
+                    "name": "terminal",
+                    "description": "Run one shell command.",
+                    "input_schema": {"type": "object"},
+                },
+            ),
+            (  # a name wins over a title
+                {"name": "file_editor", "title": "Edit files", "parameters": {"type": "object"}},
+                {"name": "file_editor", "input_schema": {"type": "object"}},
+            ),
+        ],
+    )
+    def test_sdk_tool_definitions(self, tool: dict[str, Any], expected: dict[str, Any]) -> None:
+        """A system prompt event's tools in the SDK's shapes become Anthropic definitions."""
+        system = {
+            "id": "s",
+            "source": "agent",
+            "kind": "SystemPromptEvent",
+            "system_prompt": {"type": "text", "text": "You code."},
+            "tools": [tool],
+        }
+        transcript = parse_openhands_v1([system, _user("go")])
+        assert transcript.tools == (expected,)
+
+    def test_a_tool_without_name_or_title_is_named(self) -> None:
+        """Neither key: the error names where."""
+        system = {
+            "id": "s",
+            "source": "agent",
+            "kind": "SystemPromptEvent",
+            "system_prompt": {"type": "text", "text": "You code."},
+            "tools": [{"description": "Nameless."}],
+        }
+        with pytest.raises(TaskFolderError, match=r"\[0\]\.tools\[0\]\.name: expected a string"):
+            parse_openhands_v1([system, _user("go")])
 
     def test_v0_trajectory_is_not_taken(self) -> None:
         """A V0 event (action and source, no kind) is not a V1 stream."""
