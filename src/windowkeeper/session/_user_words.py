@@ -40,6 +40,7 @@ MACHINERY = (
     "<bash-stdout>",
     "<bash-stderr>",
     "<turn_aborted>",
+    "<subagent_notification>",  # Codex: a sub-agent's status, sent as a user message
     "<command-name>",
     "<command-message>",
     "<local-command-",
