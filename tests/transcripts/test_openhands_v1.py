@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -217,6 +218,30 @@ class TestStream:
         }
         with pytest.raises(TaskFolderError, match=r"\[0\]\.tools\[0\]\.name: expected a string"):
             parse_openhands_v1([system, _user("go")])
+
+    def test_call_ids_of_other_providers_become_anthropic_ids(self) -> None:
+        """Ids such as ``functions.terminal:0`` (OpenAI-compatible servers) are made of the
+        characters Anthropic accepts, stay distinct, and still pair each call with its result."""
+        events = [
+            _user("go"),
+            _action("functions.terminal:0", "r1"),
+            _observation("functions.terminal:0", "one"),
+            _action("functions.terminal:1", "r2"),
+            _observation("functions.terminal:1", "two"),
+            _action("call_ok-1", "r3"),
+            _observation("call_ok-1", "three"),
+        ]
+        transcript = parse_openhands_v1(events)
+        calls = [m["content"][0]["id"] for m in transcript.messages if m["role"] == "assistant"]
+        results = [
+            m["content"][0]["tool_use_id"] for m in transcript.messages[2:] if m["role"] == "user"
+        ]
+        assert calls == results
+        assert calls[2] == "call_ok-1"  # a valid id is kept
+        assert len(set(calls)) == 3
+        assert all(re.fullmatch(r"[A-Za-z0-9_-]+", call) for call in calls)
+        assert calls[0].startswith("functions_terminal_0_")
+        assert validate_messages(list(transcript.messages)) == []
 
     def test_v0_trajectory_is_not_taken(self) -> None:
         """A V0 event (action and source, no kind) is not a V1 stream."""
