@@ -45,8 +45,8 @@ from ._common import (
     Unknown,
     head_records,
     read_text,
-    without_nul,
 )
+from ._nul import without_nul
 from .claude_code import looks_like_claude_code, parse_claude_code
 from .codex import looks_like_codex, parse_codex
 from .gemini_cli import looks_like_gemini_cli, parse_gemini_cli
