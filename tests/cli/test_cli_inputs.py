@@ -340,3 +340,37 @@ class TestRefusedByTheSession:
             assert result.exit_code == 1, (command, result.output)
             (line,) = result.stderr.splitlines()
             assert line.startswith(f"Error: {path}: history[1].content[0].id: "), line
+
+
+class TestUnknownJsonLines:
+    """A JSON Lines file no reader recognizes is refused as such, not as broken JSON."""
+
+    def test_records_of_another_tool(self, tmp_path: Path) -> None:
+        """Its first line's keys are named, and --format is suggested."""
+        path = tmp_path / "export.jsonl"
+        lines = [
+            {"v": 1, "kind": "prompt", "text": "Sort the list.", "at": "2026-01-01T00:00:00Z"},
+            {"v": 1, "kind": "reply", "text": "Sorted."},
+        ]
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        with pytest.raises(TraceError) as caught:
+            load_trace(path)
+        assert str(caught.value) == (
+            f"{path}: JSON Lines of no known transcript format (line 1 has the keys at, kind,"
+            " text, v); give --format to read it as one"
+        )
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            '{"a": 1}\n{"b": 2',  # the second line is cut
+            "[1]\n[2]\n",  # lines of arrays
+            '{"a": 1} {"b": 2}',  # one line
+        ],
+    )
+    def test_other_broken_files_stay_not_json(self, tmp_path: Path, text: str) -> None:
+        """A file that is not two JSON objects on their own lines is still "not JSON"."""
+        path = tmp_path / "broken.json"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(TraceError, match=r"broken\.json: not JSON: "):
+            load_trace(path)

@@ -360,6 +360,13 @@ class TestFencedCommands:
             ("```\nls\n````", False),  # four backticks close nothing
             ("Run:\n```console\nls\n```", True),
             ("Run:\n```sh\nls\n```", True),
+            # SWE-agent's XML actions: a <command> element that closes the text
+            ("Open it.\n<command>\nopen src/a.py 10\n</command>", True),
+            ("<command>ls -la</command>\n", True),
+            ("<command>\nls\n</command>\nThen we see.", False),  # text follows it
+            ("Try <command>ls</command>", False),  # not opened at a line's start
+            ("Nothing:\n<command>\n</command>", False),  # empty
+            ("a stray </command>", False),  # never opened
         ],
     )
     def test_fences(self, said: str, command: bool) -> None:

@@ -137,3 +137,22 @@ class TestClaudeCodeHarnessTexts:
         selected = "<ide_selection>The user selected lines 3 to 4 of a.py</ide_selection>"
         assert self._latest(opened, selected, "Explain this function.") == "Explain this function."
         assert self._latest(opened + " Explain this too.") == "Explain this too."
+
+
+class TestCodexHarnessTexts:
+    """Texts Codex writes into user messages are not the user's instructions."""
+
+    def test_a_subagent_notification(self) -> None:
+        """A sub-agent's ``<subagent_notification>`` (its status as JSON) is the agent's."""
+        notice = (
+            '<subagent_notification>\n{"agent_path": "a-1", "status": {"completed": "Done:'
+            ' two findings."}}\n</subagent_notification>'
+        )
+        history = [
+            {"role": "user", "content": "Review the parser with two helpers."},
+            {"role": "assistant", "content": [{"type": "text", "text": "Spawned them."}]},
+            _user_texts(notice),
+        ]
+        ledger = build_ledger(history)
+        assert ledger.instructions == ()
+        assert ledger.latest_instruction is None

@@ -200,11 +200,24 @@ class TestFittedContinuation:
         assert shortest_continuation(LEDGER) == len(shortest)
         assert continuation(None, LEDGER, max_chars=len(shortest)) == shortest
 
+    CUT_WHOLE = (
+        "[windowkeeper: earlier turns removed; the state of work, cut to fit:]\n"
+        "Latest user instruction: Use b.\n"
+        "Files edited: a.py"
+    )
+
+    def test_below_the_must_keep_lines_they_come_first(self) -> None:
+        """Under the shortest continuation the text is cut as a whole: its must-keep lines
+        under a short notice, so a 300-character budget still carries the latest instruction
+        (the full notices and the ledger's heading go)."""
+        assert shortest_continuation(LEDGER) > 300
+        assert continuation(None, LEDGER, max_chars=300) == self.CUT_WHOLE
+
     def test_below_any_text_the_notice_alone(self) -> None:
         """A budget under the cut's own notice keeps nothing of the text but the notice."""
-        shortest = shortest_continuation(LEDGER)
+        cut = len(self.CUT_WHOLE)
         assert continuation(None, LEDGER, max_chars=100) == (
-            f"\n[... {shortest:,} characters cut by windowkeeper to fit the context window ...]\n"
+            f"\n[... {cut:,} characters cut by windowkeeper to fit the context window ...]\n"
         )
 
     SUMMARY = "Fix it. a.py Use b. " + "s" * 1_000  # holds every must-keep item

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from windowkeeper import validate_messages
+from windowkeeper import TaskFolderError, validate_messages
 from windowkeeper.tools._inspection import inspect_trace
 from windowkeeper.tools._trace import load_trace
 from windowkeeper.transcripts import Unknown
@@ -169,6 +170,78 @@ class TestStream:
         transcript = parse_openhands_v1([_user("go"), _action("c1", "r1"), rejected, future])
         assert transcript.messages[2]["content"][0]["content"] == "Action rejected: not now"
         assert transcript.unknown == (Unknown("<string>: [3]", "NewKindEvent"),)
+
+    @pytest.mark.parametrize(
+        ("tool", "expected"),
+        [
+            (  # newer SDKs: the name is the title; no parameters
+                {
+                    "description": "Run one shell command.",
+                    "action_type": "TerminalAction",
+                    "observation_type": "TerminalObservation",
+                    "annotations": None,
+                    "kind": "TerminalTool",
+                    "title": "terminal",
+                },
+                {
+                    "name": "terminal",
+                    "description": "Run one shell command.",
+                    "input_schema": {"type": "object"},
+                },
+            ),
+            (  # a name wins over a title
+                {"name": "file_editor", "title": "Edit files", "parameters": {"type": "object"}},
+                {"name": "file_editor", "input_schema": {"type": "object"}},
+            ),
+        ],
+    )
+    def test_sdk_tool_definitions(self, tool: dict[str, Any], expected: dict[str, Any]) -> None:
+        """A system prompt event's tools in the SDK's shapes become Anthropic definitions."""
+        system = {
+            "id": "s",
+            "source": "agent",
+            "kind": "SystemPromptEvent",
+            "system_prompt": {"type": "text", "text": "You code."},
+            "tools": [tool],
+        }
+        transcript = parse_openhands_v1([system, _user("go")])
+        assert transcript.tools == (expected,)
+
+    def test_a_tool_without_name_or_title_is_named(self) -> None:
+        """Neither key: the error names where."""
+        system = {
+            "id": "s",
+            "source": "agent",
+            "kind": "SystemPromptEvent",
+            "system_prompt": {"type": "text", "text": "You code."},
+            "tools": [{"description": "Nameless."}],
+        }
+        with pytest.raises(TaskFolderError, match=r"\[0\]\.tools\[0\]\.name: expected a string"):
+            parse_openhands_v1([system, _user("go")])
+
+    def test_call_ids_of_other_providers_become_anthropic_ids(self) -> None:
+        """Ids such as ``functions.terminal:0`` (OpenAI-compatible servers) are made of the
+        characters Anthropic accepts, stay distinct, and still pair each call with its result."""
+        events = [
+            _user("go"),
+            _action("functions.terminal:0", "r1"),
+            _observation("functions.terminal:0", "one"),
+            _action("functions.terminal:1", "r2"),
+            _observation("functions.terminal:1", "two"),
+            _action("call_ok-1", "r3"),
+            _observation("call_ok-1", "three"),
+        ]
+        transcript = parse_openhands_v1(events)
+        calls = [m["content"][0]["id"] for m in transcript.messages if m["role"] == "assistant"]
+        results = [
+            m["content"][0]["tool_use_id"] for m in transcript.messages[2:] if m["role"] == "user"
+        ]
+        assert calls == results
+        assert calls[2] == "call_ok-1"  # a valid id is kept
+        assert len(set(calls)) == 3
+        assert all(re.fullmatch(r"[A-Za-z0-9_-]+", call) for call in calls)
+        assert calls[0].startswith("functions_terminal_0_")
+        assert validate_messages(list(transcript.messages)) == []
 
     def test_v0_trajectory_is_not_taken(self) -> None:
         """A V0 event (action and source, no kind) is not a V1 stream."""

@@ -210,3 +210,60 @@ def test_inspect_json_carries_the_per_file_numbers() -> None:
     assert (value["model_calls"], value["forks"], value["skipped"]) == (5, 1, {"attachment": 1})
     assert value["warnings"] == []
     assert value["requests"]["with_usage"] == 5
+
+
+def _codex_line(kind: str, payload: dict[str, Any]) -> str:
+    return json.dumps({"timestamp": "2026-03-01T10:00:00.000Z", "type": kind, "payload": payload})
+
+
+class TestNulCharacters:
+    """A tool output holding NUL characters (a binary file printed) is read and replayable."""
+
+    def _rollout(self, tmp_path: Path, output: str) -> Path:
+        call = {"command": ["bash", "-lc", "head -c 16 out.bin"]}
+        lines = [
+            _codex_line("session_meta", {"id": "s", "cli_version": "0.140.0"}),
+            _codex_line(
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "What is in the build output?"}],
+                },
+            ),
+            _codex_line(
+                "response_item",
+                {
+                    "type": "function_call",
+                    "name": "shell",
+                    "arguments": json.dumps(call),
+                    "call_id": "c1",
+                },
+            ),
+            _codex_line(
+                "response_item", {"type": "function_call_output", "call_id": "c1", "output": output}
+            ),
+        ]
+        path = tmp_path / "rollout.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return path
+
+    def test_replaced_with_a_warning(self, tmp_path: Path) -> None:
+        """Each NUL becomes U+FFFD, a warning counts them, and the session takes the messages."""
+        from windowkeeper import ContextSession
+
+        transcript = read_transcript(self._rollout(tmp_path, "ELF\x00\x00\x01 header"))
+        result = transcript.messages[2]["content"][0]
+        assert result["content"] == "ELF\ufffd\ufffd\x01 header"
+        assert transcript.warnings == (
+            "2 NUL characters replaced by U+FFFD (the first in messages[2])",
+        )
+        session = ContextSession(200_000)
+        session.extend(list(transcript.messages))
+        assert session.prepare().messages[-1]["content"][0]["tool_use_id"] == "c1"
+
+    def test_without_nul_nothing_is_said(self, tmp_path: Path) -> None:
+        """Nothing to replace: no warning, the output as it was."""
+        transcript = read_transcript(self._rollout(tmp_path, "plain text"))
+        assert transcript.warnings == ()
+        assert transcript.messages[2]["content"][0]["content"] == "plain text"

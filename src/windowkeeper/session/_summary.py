@@ -349,6 +349,8 @@ _REMOVED = (
     " window. No summary of them is available; the state of work below was computed"
     " from the full history.]"
 )
+_CUT_SHORT = "[windowkeeper: earlier turns removed; the state of work, cut to fit:]"
+"""The notice of a continuation cut below its must-keep lines."""
 _CUT_NOTICE = 100  # room for the notice clip_text puts where it cut
 _MIN_SUMMARY_CHARS = 200  # below this, a clipped summary says too little to be worth its notice
 # Ledger lines that may go, in this order, when a continuation must fit a budget: the oldest
@@ -366,7 +368,8 @@ def continuation(summary: str | None, ledger: Ledger, *, max_chars: int | None =
     the ledger alone. The ledger names the task without quoting it: the continuation follows
     messages 0-1, which every request sends whole (nothing clips them). With ``max_chars``, the text is made to fit: the ledger's oldest
     entries go first, then the summary keeps its head and tail, and only then is the whole
-    text cut (its head and tail kept).
+    text cut: the must-keep lines (latest instruction, files edited, todo state) under a short
+    notice, their head and tail kept.
     """
     ledger_text = render_ledger(ledger, task=False)  # the first message, above, holds it
     text_of_summary = checked_summary(summary, ledger) if summary and summary.strip() else None
@@ -378,7 +381,12 @@ def continuation(summary: str | None, ledger: Ledger, *, max_chars: int | None =
         room -= _CUT_NOTICE  # clip_text's notice comes on top of what it keeps
         text_of_summary = clip_text(text_of_summary, room) if room >= _MIN_SUMMARY_CHARS else None
     text = _joined(text_of_summary, ledger_text)
-    return clip_text(text, max(max_chars - _CUT_NOTICE, 0)) if len(text) > max_chars else text
+    if len(text) <= max_chars:
+        return text
+    # Below its must-keep lines, the text is cut as a whole: the must-keep lines go first,
+    # under a short notice, so what its head keeps is the latest instruction, not the notices.
+    essentials = ledger_text.split("\n")[2:]  # after the heading and the task's line
+    return clip_text("\n".join([_CUT_SHORT, *essentials]), max(max_chars - _CUT_NOTICE, 0))
 
 
 def shortest_continuation(ledger: Ledger) -> int:

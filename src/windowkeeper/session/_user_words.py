@@ -12,8 +12,9 @@ one agent:
   ``<user_message>`` elements (:func:`tagged_words`) are the user's, wherever they are;
 - **answers to a text action**: an agent that calls no native tools can still act in text. When
   its message ends with a fenced command block (```` ``` ```` with no language or a shell's,
-  the way SWE-agent and mini-swe-agent issue commands: :func:`issues_command`), the harness runs
-  the block and the next user message is its output, not the user speaking. This holds only
+  the way SWE-agent and mini-swe-agent issue commands) or a ``<command>`` element (SWE-agent's
+  XML action format) (:func:`issues_command`), the harness runs the block and the next user
+  message is its output, not the user speaking. This holds only
   while the history has no native tool call (an agent with tools shows code in fences, it does
   not run them), and the user's tagged words are still read in such an output.
 
@@ -39,6 +40,7 @@ MACHINERY = (
     "<bash-stdout>",
     "<bash-stderr>",
     "<turn_aborted>",
+    "<subagent_notification>",  # Codex: a sub-agent's status, sent as a user message
     "<command-name>",
     "<command-message>",
     "<local-command-",
@@ -81,6 +83,10 @@ _INSERTED = (
     "ide_selection",
 )
 """Elements an agent inserts into a user's text: removed before the text is read."""
+
+_OPEN_COMMAND = "<command>"
+_CLOSE_COMMAND = "</command>"
+"""The element SWE-agent's XML action format puts the command to run in."""
 
 _SHELLS = frozenset({"", "bash", "sh", "shell", "console", "zsh", "sh-session"})
 """The info strings of a fenced block that is a command to run (none, or a shell's)."""
@@ -126,10 +132,17 @@ def own_words(text: str) -> str | None:
 
 
 def issues_command(text: str) -> bool:
-    """Whether an assistant ``text`` ends with a fenced command block (see the module
-    docstring): the last thing in it is a block fenced by three backticks whose info string is
-    empty or names a shell."""
+    """Whether an assistant ``text`` ends with a command (see the module docstring): the last
+    thing in it is a block fenced by three backticks whose info string is empty or names a
+    shell, or a non-empty ``<command>`` element opened at the start of a line."""
     body = text.rstrip()
+    if body.endswith(_CLOSE_COMMAND):
+        opening = body.rfind(_OPEN_COMMAND)
+        return (
+            opening >= 0
+            and (opening == 0 or body[opening - 1] == "\n")
+            and bool(body[opening + len(_OPEN_COMMAND) : -len(_CLOSE_COMMAND)].strip())
+        )
     if not body.endswith("```") or body.endswith("````"):
         return False
     inner = body[:-3]

@@ -298,9 +298,33 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(text)
     except ValueError as error:
+        keys = _json_lines_keys(text)
+        if keys is not None:
+            raise TraceError(
+                f"{path}: JSON Lines of no known transcript format (line 1 has the keys"
+                f" {keys}); give --format to read it as one"
+            ) from None
         raise TraceError(f"{path}: not JSON: {error}") from None
     except RecursionError:
         raise TraceError(f"{path}: JSON nested too deeply") from None
+
+
+def _json_lines_keys(text: str) -> str | None:
+    """The first keys of line 1, when ``text`` is JSON Lines: several lines, the first two
+    JSON objects (a file no reader recognized, e.g. another tool's own export)."""
+    lines = text.lstrip("\ufeff").split("\n", 2)
+    if len(lines) < 2:
+        return None
+    records = []
+    for line in lines[:2]:
+        try:
+            records.append(json.loads(line))
+        except (ValueError, RecursionError):
+            return None
+    if not all(isinstance(record, dict) for record in records):
+        return None
+    names = sorted(str(key) for key in records[0])
+    return ", ".join(names[:6]) + (", ..." if len(names) > 6 else "") if names else "none"
 
 
 def _messages_of(path: Path, value: Any) -> tuple[list[Any], Any]:

@@ -12,6 +12,7 @@ of a file, record ``i`` of the list is reported as line ``i + 1``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -78,7 +79,8 @@ class Transcript:
     ``compactions`` counts the compactions (summaries replacing history) the agent recorded.
     ``version`` is the agent's version when the transcript records it; ``forks`` counts the
     branches the reader left out (points where the file continues on more than one branch);
-    ``warnings`` say what the reader repaired or dropped (e.g. a partial last line).
+    ``warnings`` say what the reader repaired or dropped (e.g. a partial last line, NUL
+    characters: see :func:`without_nul`).
     """
 
     format: str
@@ -361,12 +363,34 @@ def image_from_data(media_type: str, data: str) -> Message:
     return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
 
 
+_ID_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def anthropic_id(call_id: str) -> str:
+    """``call_id`` as a tool_use id the Anthropic API accepts (letters, digits, ``_`` and ``-``).
+
+    Other agents' providers take other ids (``functions.terminal:0`` from OpenAI-compatible
+    servers): such an id has each other character replaced by ``_`` and the first 8 hex digits
+    of its SHA-256 appended, so distinct ids stay distinct; the same id always maps alike, so a
+    call and its result still pair. A valid id, or an empty one, is kept as it is.
+    """
+    if not call_id or _ID_CHARACTERS.issuperset(call_id):
+        return call_id
+    kept = "".join(c if c in _ID_CHARACTERS else "_" for c in call_id)
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{kept}_{digest}"
+
+
 def tool_use(call_id: str, name: str, tool_input: dict[str, Any]) -> Message:
-    return {"type": "tool_use", "id": call_id, "name": name, "input": tool_input}
+    return {"type": "tool_use", "id": anthropic_id(call_id), "name": name, "input": tool_input}
 
 
 def tool_result(call_id: str, content: str | list[Message], *, is_error: bool = False) -> Message:
-    block: Message = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+    block: Message = {
+        "type": "tool_result",
+        "tool_use_id": anthropic_id(call_id),
+        "content": content,
+    }
     if is_error:
         block["is_error"] = True
     return block

@@ -38,7 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import TaskFolderError
-from ._common import Compaction, RecordedRequest, Transcript, Unknown, head_records, read_text
+from ._common import (
+    Compaction,
+    RecordedRequest,
+    Transcript,
+    Unknown,
+    head_records,
+    read_text,
+)
+from ._nul import without_nul
 from .claude_code import looks_like_claude_code, parse_claude_code
 from .codex import looks_like_codex, parse_codex
 from .gemini_cli import looks_like_gemini_cli, parse_gemini_cli
@@ -77,7 +85,8 @@ def read_transcript(
 
     ``compaction`` says what to do where the agent compacted its history (Claude Code, Codex,
     OpenHands): ``"last"`` starts at the last compaction, ``"keep"`` keeps everything with
-    each summary as a user message (see each reader).
+    each summary as a user message (see each reader). NUL characters in the messages are
+    replaced by U+FFFD, with a warning (the session refuses them).
     """
     file = Path(path)
     if format is not None and format not in TRANSCRIPT_FORMATS:
@@ -86,13 +95,13 @@ def read_transcript(
             f"{file}: unknown transcript format {format!r} (choose from {choices})"
         )
     if format in (None, "openhands") and is_openhands_folder(file):
-        return read_openhands_folder(file, compaction=compaction)
+        return without_nul(read_openhands_folder(file, compaction=compaction))
     text = read_text(file)
     kind = format or _detect(text)
     if kind is None:
         choices = ", ".join(TRANSCRIPT_FORMATS)
         raise TaskFolderError(f"{file}: not a transcript of a known format ({choices})")
-    return _PARSERS[kind](text, str(file), compaction)
+    return without_nul(_PARSERS[kind](text, str(file), compaction))
 
 
 def _detect(text: str) -> str | None:

@@ -14,8 +14,11 @@ object per line, ``{"timestamp", "type", "payload"}``, where ``type`` is
   request that just completed;
 - ``compacted``: a compaction, with its summary ``message`` and, in newer versions, the
   ``replacement_history`` the conversation continued from;
-- ``world_state`` (0.144): the state of the workspace Codex gives the model; it is content the
-  model saw, kept as a user text block (its ``text``, else its payload as JSON text).
+- ``world_state`` (0.144): Codex's record of the context it gave the model (``full``: a whole
+  snapshot of ``state``: ``agents_md``, ``skills``, ``environments``...; else the keys that
+  changed), kept to tell what changed on resume. What the model was sent of it is in the
+  ``response_item`` messages already (the AGENTS.md text, ``<environment_context>``), so the
+  line is bookkeeping: skipped, as ``turn_context`` is.
 
 Rollouts written before ``session_meta`` existed (mid 2025) start with a bare ``{"id",
 "timestamp", "instructions"}`` line, hold bare response items on the other lines and
@@ -76,7 +79,6 @@ from ._common import (
     array,
     check_compaction,
     count,
-    dumps,
     image_from_url,
     in_file_order,
     jsonl_records,
@@ -197,7 +199,7 @@ class _Reader:
         elif line_type == "compacted":
             self._compacted(line, mapping(payload, f"{where}: payload"), f"{where}: payload")
         elif line_type == "world_state":
-            self._world_state(line, payload, f"{where}: payload")
+            pass  # bookkeeping: its content is sent as response items (module docstring)
         else:
             self.unknown.append(Unknown(where, line_type))
 
@@ -245,13 +247,6 @@ class _Reader:
             cache_reads=cached,
         )
         self.entries.append(_Entry(line, where, usage=usage, model=self.model))
-
-    def _world_state(self, line: int, payload: Any, where: str) -> None:
-        """The state of the world Codex put in the model's input: kept as user text."""
-        text = payload.get("text") if isinstance(payload, dict) else None
-        if not isinstance(text, str):
-            text = payload if isinstance(payload, str) else dumps(payload)
-        self.entries.append(_Entry(line, where, summary=text))
 
     def _compacted(self, line: int, payload: dict[str, Any], where: str) -> None:
         self.compactions += 1

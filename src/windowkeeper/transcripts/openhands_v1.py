@@ -8,7 +8,9 @@ one event a line. Each event has an ``id``, a ``timestamp``, a ``source`` (``use
 ``environment``) and a ``kind``, the name of its class:
 
 - ``SystemPromptEvent``: ``system_prompt`` (a text content) and ``tools`` (OpenAI function
-  definitions, or the SDK's own ``name``/``description``/``parameters``);
+  definitions, or the SDK's own ``name``/``description``/``parameters``; newer SDKs write
+  ``title``, ``description``, ``kind``, ``action_type`` and no ``name`` nor ``parameters``:
+  the name is the ``title``, the schema an empty object's);
 - ``MessageEvent``: ``llm_message`` (``role``, ``content`` of ``text`` and ``image`` parts with
   ``image_urls``), plus ``extended_content`` the agent added (skills, context) after it;
 - ``ActionEvent``: one tool call of a model response: ``thought`` (text parts; the response's
@@ -400,6 +402,9 @@ def _tool(tool: Any, where: str) -> dict[str, Any]:
     spec = mapping(tool, where)
     function = spec.get("function") if spec.get("type") == "function" else spec
     function = mapping(function, f"{where}.function")
-    name = string(function.get("name"), f"{where}.name")
+    # The SDK's own tool definitions carry the tool's name as ``title`` (``name`` is a class
+    # attribute, not serialized) and no parameters.
+    named = function.get("name") if "name" in function else function.get("title")
+    name = string(named, f"{where}.name")
     schema = function.get("parameters", function.get("input_schema"))
     return anthropic_tool(name, function.get("description"), schema)
