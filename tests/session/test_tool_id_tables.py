@@ -158,3 +158,71 @@ def test_a_greeting_that_calls_one_id_twice_is_renamed_too() -> None:
     messages = keeper.prepare().messages
     assert _sent_ids(messages[1:]) == [(["x", "x_2"], ["x", "x_2"])]
     assert [b["content"] for b in messages[2]["content"]] == ["r0", "r1"]
+
+
+# ids the Messages API refuses (it takes letters, digits, _ and -): an OpenAI-compatible
+# server's "functions.<name>:<n>", then an id the rename of the first would give, then a
+# refused id seen twice
+REFUSED = [
+    TASK,
+    _calls("functions.read:0", "ok-id_1"),
+    _results("functions.read:0", "ok-id_1"),
+    _calls("functions_read_0", "a b"),
+    _results("a b", "functions_read_0"),
+    _calls("a b"),
+    _results("a b"),
+]
+
+
+def test_an_id_the_api_refuses_is_sent_with_underscores_in_the_anthropic_shape() -> None:
+    keeper = ContextSession(100_000)
+    keeper.extend(REFUSED)
+    prepared = keeper.prepare()
+    assert _sent_ids(prepared.messages) == [
+        (["functions_read_0", "ok-id_1"], ["functions_read_0", "ok-id_1"]),
+        # the name was taken; the results are sent in call order
+        (["functions_read_0_2", "a_b"], ["functions_read_0_2", "a_b"]),
+        (["a_b_2"], ["a_b_2"]),
+    ]
+    refused = "a tool_use id with characters the API refuses: sent as"
+    assert [(r.path, r.detail) for r in prepared.repairs] == [
+        ("history[1].content[1].id", f"{refused} 'functions_read_0'"),
+        ("history[3].content[1].id", "a tool_use id used before: sent as 'functions_read_0_2'"),
+        ("history[3].content[2].id", f"{refused} 'a_b'"),
+        ("history[5].content[1].id", f"{refused} 'a_b_2'"),
+    ]
+    assert keeper.history == REFUSED  # the history itself is never changed
+
+
+def test_the_strict_anthropic_double_takes_the_renamed_ids(anthropic_double: Any) -> None:
+    keeper = ContextSession(100_000)
+    keeper.extend(REFUSED)
+    tools = [{"name": "Read", "description": "Read a file.", "input_schema": {"type": "object"}}]
+    with anthropic_double.client() as client:
+        client.messages.create(
+            model="claude-sonnet-4-5",
+            max_tokens=100,
+            messages=keeper.prepare().messages,
+            tools=tools,
+        )
+    anthropic_double.assert_no_rejections()
+
+
+def test_the_openai_shape_keeps_the_ids_its_servers_gave() -> None:
+    """OpenAI-compatible servers' models read their ids back: a Chat Completions session sends
+    them as given."""
+    call = {
+        "id": "functions.read:0",
+        "type": "function",
+        "function": {"name": "read", "arguments": "{}"},
+    }
+    history = [
+        {"role": "user", "content": "Fix the parser."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "functions.read:0", "content": "r0"},
+    ]
+    keeper = ContextSession(100_000, format="openai")
+    keeper.extend(history)
+    prepared = keeper.prepare()
+    assert prepared.messages == history
+    assert prepared.repairs == ()

@@ -74,7 +74,7 @@ class RequestBuilder:
         self._opening = opening  # a placeholder user turn before a greeting (Anthropic's shape)
         self._counter = counter
         self._placer = ResultPlacer() if place_results else None
-        self._ids = UniqueToolIds()
+        self._ids = UniqueToolIds(anthropic_ids=opening)  # the same shape: Anthropic's
         self.clip_memo = ClipMemo()
         self._merger = RoleMerger()
         self._orphans = OrphanResults()
@@ -184,16 +184,19 @@ class RequestBuilder:
         return counted
 
     def id_repairs(self, state: SessionState) -> tuple[Repair, ...]:
-        """The renamed duplicate tool_use ids among the messages a request of ``state`` sends."""
+        """The renamed tool_use ids (used before, or holding characters the API refuses) among
+        the messages a request of ``state`` sends."""
         start = visible_start(state.deleted_range)
         return tuple(
             Repair(
                 f"history[{index}].content[{position}].id",
-                f"a tool_use id used before: sent as {new!r}",
+                f"a tool_use id with characters the API refuses: sent as {new!r}"
+                if refused
+                else f"a tool_use id used before: sent as {new!r}",
             )
             for index, renamed in sorted(self._ids.renamed().items())
             if index < 2 or index >= start
-            for position, new in renamed.items()
+            for position, (new, refused) in renamed.items()
         )
 
     def _results_as_text(self, message: Message) -> Message:

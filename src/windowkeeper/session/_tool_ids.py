@@ -4,19 +4,26 @@ Histories can reuse an id: some models and proxies number calls per turn (``call
 turn, seen in a real GPT-4o trace replayed in Anthropic's shape), and a request holding two
 tool_use blocks with one id is refused. :class:`UniqueToolIds` gives every later use of an id
 already used a new one (``call_0_2``, then ``call_0_3``, ...), in the tool_use and in the
-tool_results of the next user message that answer it. Renames are decided once per message, as
+tool_results of the next user message that answer it. With ``anthropic_ids`` (a session in
+Anthropic's shape), an id with characters the Messages API refuses (it takes letters, digits,
+``_`` and ``-``; ``functions.read:0`` comes from OpenAI-compatible servers, whose models read
+their ids back, so the OpenAI shapes keep them) is sent with each such character as ``_``
+(``functions_read_0``), numbered the same way when that is taken. Renames are decided once per message, as
 the history grows, so they never change from one request to the next (what was sent stays a
 cacheable prefix); the history itself is never modified.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..core._incremental import Growing, Seen
 from ..core._messages import Message
 
 __all__ = ["UniqueToolIds"]
+
+_REFUSED = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class UniqueToolIds:
@@ -28,14 +35,16 @@ class UniqueToolIds:
     are forgotten and made again. Not thread-safe.
     """
 
-    __slots__ = ("_copies", "_in", "_out", "_renames", "_seen")
+    __slots__ = ("_anthropic_ids", "_copies", "_in", "_out", "_renames", "_seen")
 
-    def __init__(self) -> None:
+    def __init__(self, *, anthropic_ids: bool = False) -> None:
+        self._anthropic_ids = anthropic_ids
         self._in = Seen()  # the history looked at last
         self._out = Growing()  # what apply returned for it
         self._seen: set[str] = set()
-        # assistant index -> (block position -> new id, old id -> new id for the next message)
-        self._renames: dict[int, tuple[dict[int, str], dict[str, list[str]]]] = {}
+        # assistant index -> (block position -> new id, old id -> new id for the next message,
+        # the positions renamed for refused characters)
+        self._renames: dict[int, tuple[dict[int, str], dict[str, list[str]], frozenset[int]]] = {}
         self._copies: dict[int, tuple[Message, Message]] = {}
 
     def reset(self) -> None:
@@ -43,9 +52,13 @@ class UniqueToolIds:
         self._in, self._out = Seen(), Growing()
         self._seen, self._renames, self._copies = set(), {}, {}
 
-    def renamed(self) -> dict[int, dict[int, str]]:
-        """Message index -> block position -> new id, for every tool_use block renamed."""
-        return {index: dict(entry[0]) for index, entry in self._renames.items()}
+    def renamed(self) -> dict[int, dict[int, tuple[str, bool]]]:
+        """Message index -> block position -> (new id, whether the old one had characters the
+        API refuses; else it was used before), for every tool_use block renamed."""
+        return {
+            index: {position: (new, position in refused) for position, new in positions.items()}
+            for index, (positions, _, refused) in self._renames.items()
+        }
 
     def _forget(self, start: int, end: int) -> None:
         """Drop the decisions about messages ``start`` to ``end`` (exclusive)."""
@@ -69,24 +82,27 @@ class UniqueToolIds:
                 continue
             positions: dict[int, str] = {}
             answers: dict[str, list[str]] = {}  # old id -> the ids of its uses here, in order
+            refused: set[int] = set()
             for position, block in enumerate(content):
                 old = block.get("id") if isinstance(block, dict) else None
                 if not isinstance(old, str) or block.get("type") != "tool_use":
                     continue
-                if old not in seen:
+                base = _REFUSED.sub("_", old) if self._anthropic_ids else old
+                if base == old and old not in seen:
                     seen.add(old)
                     answers.setdefault(old, []).append(old)
                     continue
-                count = 2
-                while f"{old}_{count}" in seen:
-                    count += 1
-                new = f"{old}_{count}"
+                new, count = base, 2
+                while new in seen:  # ends: each turn of the loop tries a new number
+                    new, count = f"{base}_{count}", count + 1
                 seen.add(new)
                 positions[position] = new
                 answers.setdefault(old, []).append(new)
+                if base != old:
+                    refused.add(position)
             if positions:
                 # The k-th result for an id answers its k-th use (kept ids map to themselves).
-                self._renames[index] = (positions, answers)
+                self._renames[index] = (positions, answers, frozenset(refused))
         self._in.remember(history)
         return done
 
@@ -106,7 +122,7 @@ class UniqueToolIds:
             entry = renames.get(index)
             if entry is None:
                 continue
-            positions, answers = entry
+            positions, answers, _ = entry
             if index >= done:
                 output.fill(index, self._copy(index, history[index], positions, {}))
             following = history[index + 1] if index + 1 < len(history) else None
