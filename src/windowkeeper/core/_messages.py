@@ -13,6 +13,7 @@ they did not change.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, TypeVar
 
@@ -20,6 +21,7 @@ from .._errors import MalformedMessageError
 from ._incremental import Seen, shared_prefix
 
 __all__ = [
+    "REFUSED_ID_CHARACTERS",
     "ROLES",
     "CheckMemo",
     "ContentBlock",
@@ -42,6 +44,9 @@ __all__ = [
     "with_block_content",
     "with_block_text",
 ]
+
+REFUSED_ID_CHARACTERS = re.compile(r"[^A-Za-z0-9_-]")
+"""What Anthropic's Messages API refuses in a tool_use id: anything but letters, digits, _ and -."""
 
 JSONValue: TypeAlias = bool | int | float | str | list["JSONValue"] | dict[str, "JSONValue"] | None
 """Any JSON value: what a stored file holds where windowkeeper keeps it as found (the original's

@@ -15,15 +15,12 @@ cacheable prefix); the history itself is never modified.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from ..core._incremental import Growing, Seen
-from ..core._messages import Message
+from ..core._messages import REFUSED_ID_CHARACTERS, Message
 
 __all__ = ["UniqueToolIds"]
-
-_REFUSED = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class UniqueToolIds:
@@ -87,7 +84,7 @@ class UniqueToolIds:
                 old = block.get("id") if isinstance(block, dict) else None
                 if not isinstance(old, str) or block.get("type") != "tool_use":
                     continue
-                base = _REFUSED.sub("_", old) if self._anthropic_ids else old
+                base = REFUSED_ID_CHARACTERS.sub("_", old) if self._anthropic_ids else old
                 if base == old and old not in seen:
                     seen.add(old)
                     answers.setdefault(old, []).append(old)

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from .._errors import ConfigurationError, MalformedMessageError, TaskFolderError
 from ..cline._task import ApiRequest
-from ..core._messages import Message
+from ..core._messages import REFUSED_ID_CHARACTERS, Message
 from ..core._usage import TokenUsage
 
 __all__ = [
@@ -363,9 +363,6 @@ def image_from_data(media_type: str, data: str) -> Message:
     return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
 
 
-_ID_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-
-
 def anthropic_id(call_id: str) -> str:
     """``call_id`` as a tool_use id the Anthropic API accepts (letters, digits, ``_`` and ``-``).
 
@@ -374,9 +371,9 @@ def anthropic_id(call_id: str) -> str:
     of its SHA-256 appended, so distinct ids stay distinct; the same id always maps alike, so a
     call and its result still pair. A valid id, or an empty one, is kept as it is.
     """
-    if not call_id or _ID_CHARACTERS.issuperset(call_id):
+    if not call_id or not REFUSED_ID_CHARACTERS.search(call_id):
         return call_id
-    kept = "".join(c if c in _ID_CHARACTERS else "_" for c in call_id)
+    kept = REFUSED_ID_CHARACTERS.sub("_", call_id)
     digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{kept}_{digest}"
 

@@ -42,24 +42,16 @@ def _clean(value: Any) -> tuple[Any, int]:
     if isinstance(value, str):
         count = value.count("\x00")
         return (value.replace("\x00", "\ufffd"), count) if count else (value, 0)
-    if isinstance(value, dict):
+    if isinstance(value, (dict, list)):
+        children = value.items() if isinstance(value, dict) else enumerate(value)
         total = 0
-        changed: dict[Any, Any] | None = None
-        for key, child in value.items():
+        changed: Any = None  # a copy of value, made at the first child that changes
+        for key, child in children:
             cleaned, count = _clean(child)
             if count:
-                changed = dict(value) if changed is None else changed
+                if changed is None:
+                    changed = dict(value) if isinstance(value, dict) else list(value)
                 changed[key] = cleaned
                 total += count
         return (changed, total) if changed is not None else (value, 0)
-    if isinstance(value, list):
-        total = 0
-        items: list[Any] | None = None
-        for position, child in enumerate(value):
-            cleaned, count = _clean(child)
-            if count:
-                items = list(value) if items is None else items
-                items[position] = cleaned
-                total += count
-        return (items, total) if items is not None else (value, 0)
     return value, 0
