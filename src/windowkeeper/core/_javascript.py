@@ -25,6 +25,7 @@ from functools import cache
 from typing import Any
 
 __all__ = [
+    "MAX_EXACT_INT",
     "UNDEFINED",
     "OpaqueKey",
     "dumps",
@@ -35,7 +36,9 @@ __all__ = [
     "to_number",
 ]
 
-_MAX_SAFE = 2**53
+MAX_EXACT_INT = 2**53
+"""Every integer of at most this size is a JavaScript number exactly (2**53, one past
+``Number.MAX_SAFE_INTEGER``): such an int is its own JSON value and map key."""
 _INDEX_LIMIT = 2**32 - 1  # array-index property keys are below this
 # StringToNumber: JavaScript's white space and line terminators are trimmed first.
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -121,7 +124,7 @@ def loads(text: str) -> tuple[Any, bool]:
     def parse_float(literal: str) -> int | float:
         nonlocal exotic
         number = float(literal)
-        if number.is_integer() and -_MAX_SAFE <= number <= _MAX_SAFE:
+        if number.is_integer() and -MAX_EXACT_INT <= number <= MAX_EXACT_INT:
             return int(number)
         exotic = True
         return number
@@ -132,7 +135,7 @@ def loads(text: str) -> tuple[Any, bool]:
         if len(literal) <= 15:  # at most 15 digits: below 2**53, exact either way
             return int(literal)
         number = float(literal)
-        if -_MAX_SAFE <= number <= _MAX_SAFE:
+        if -MAX_EXACT_INT <= number <= MAX_EXACT_INT:
             return int(number)
         exotic = True
         return number
@@ -179,19 +182,19 @@ def _normalize(value: Any, exotic: list[bool]) -> Any:
     kind = type(value)  # exact types first: every edit recorded in a store passes through here
     if kind is str:
         return value
-    if kind is int and -_MAX_SAFE <= value <= _MAX_SAFE:
+    if kind is int and -MAX_EXACT_INT <= value <= MAX_EXACT_INT:
         return value
     if kind is list:
         return [_normalize(item, exotic) for item in value]
     if isinstance(value, str) or value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
-        if -_MAX_SAFE <= value <= _MAX_SAFE:
+        if -MAX_EXACT_INT <= value <= MAX_EXACT_INT:
             return int(value)
         exotic[0] = True
         return float(value)
     if isinstance(value, float):
-        if value.is_integer() and -_MAX_SAFE <= value <= _MAX_SAFE:
+        if value.is_integer() and -MAX_EXACT_INT <= value <= MAX_EXACT_INT:
             return int(value)
         exotic[0] = True
         return value
@@ -266,7 +269,7 @@ def number_to_string(value: float) -> str:
         return "0"
     if value < 0:
         return "-" + number_to_string(-value)
-    if isinstance(value, int) and value <= _MAX_SAFE:
+    if isinstance(value, int) and value <= MAX_EXACT_INT:
         return str(value)
     mantissa, _, exponent = repr(float(value)).partition("e")
     whole, _, fraction = mantissa.partition(".")

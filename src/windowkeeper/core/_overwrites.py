@@ -23,7 +23,15 @@ from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import CorruptStoreError
-from ._javascript import _MAX_SAFE, UNDEFINED, OpaqueKey, loads, map_key, normalize, to_number
+from ._javascript import (
+    MAX_EXACT_INT,
+    UNDEFINED,
+    OpaqueKey,
+    loads,
+    map_key,
+    normalize,
+    to_number,
+)
 from ._messages import Message
 from ._notices import TRUNCATION_NOTICE
 from ._store_json import (
@@ -443,7 +451,9 @@ def _is_after(update: Any, timestamp: float) -> bool:
 
 
 def _record_key(index: Any) -> tuple[Any, bool]:
-    if type(index) is int and -_MAX_SAFE <= index <= _MAX_SAFE:  # normalize keeps it: its own key
+    if (
+        type(index) is int and -MAX_EXACT_INT <= index <= MAX_EXACT_INT
+    ):  # normalize keeps it: its own key
         return index, False
     value, odd_value = normalize(index)  # refuses what JSON cannot hold; 2.0 becomes 2
     key, odd_key = map_key(value)
