@@ -23,15 +23,7 @@ from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import CorruptStoreError
-from ._javascript import (
-    MAX_EXACT_INT,
-    UNDEFINED,
-    OpaqueKey,
-    loads,
-    map_key,
-    normalize,
-    to_number,
-)
+from ._javascript import MAX_EXACT_INT, UNDEFINED, OpaqueKey, loads, map_key, normalize, to_number
 from ._messages import Message
 from ._notices import TRUNCATION_NOTICE
 from ._store_json import (
