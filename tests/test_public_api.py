@@ -234,12 +234,12 @@ class TestRulesSurface:
     """``windowkeeper.rules`` exports the validator, its violation and the rule names."""
 
     def test_rules_all_is_the_validator_and_the_rule_names(self) -> None:
-        """Besides the validator and its violation, the surface is the eleven rule names, each
+        """Besides the validator and its violation, the surface is the twelve rule names, each
         spelled as the value it holds (``TOOL_USE_UNANSWERED`` is ``"tool-use-unanswered"``)."""
         rules = importlib.import_module("windowkeeper.rules")
         assert rules.__all__ == sorted(set(rules.__all__))
         names = set(rules.__all__) - {"Violation", "validate_messages"}
-        assert len(names) == 11
+        assert len(names) == 12
         for name in names:
             assert getattr(rules, name) == name.lower().replace("_", "-"), name
 

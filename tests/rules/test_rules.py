@@ -48,6 +48,10 @@ ANTHROPIC_CASES: dict[str, tuple[list[Any], list[Message]]] = {
         [U("task"), A([TU("t1"), TU("t1")]), U([TR("t1")])],
         [U("task"), A([TU("t1"), TU("t2")]), U([TR("t1"), TR("t2")])],
     ),
+    "ToolUseIdRefused": (
+        [U("task"), A([TU("call.1")]), U([TR("call.1")])],
+        [U("task"), A([TU("call_1-a")]), U([TR("call_1-a")])],
+    ),
     "ToolUseInUser": ([U([T("task"), TU("t1")])], [U("task"), A([TU("t1")]), U([TR("t1")])]),
     "ToolUseUnanswered": (
         [U("task"), A([TU("t1")]), U("go on")],
@@ -117,6 +121,49 @@ class TestAnthropicRules:
                 "a server_tool_use block in a user message",
             ),
         ]
+
+    def test_refused_id_characters(self) -> None:
+        """Each tool_use whose id holds a character outside ``[a-zA-Z0-9_-]`` is reported where
+        it is, naming the first such character; a repeated refused id is reported twice."""
+        calls = A([TU("fc:1"), TU("ok_1"), TU("a b"), TU("fc:1")])
+        results = U([TR("fc:1"), TR("ok_1"), TR("a b"), TR("fc:1")])
+        assert [
+            (v.path, v.rule, v.detail) for v in validate_messages([U("t"), calls, results])
+        ] == [
+            (
+                "messages[1].content[0]",
+                "tool-use-id-refused",
+                "tool_use id 'fc:1' holds ':': only letters, digits, _ and - are accepted",
+            ),
+            (
+                "messages[1].content[2]",
+                "tool-use-id-refused",
+                "tool_use id 'a b' holds ' ': only letters, digits, _ and - are accepted",
+            ),
+            (
+                "messages[1].content[3]",
+                "duplicate-tool-use-id",
+                "tool_use id 'fc:1' is already used at messages[1].content[0]",
+            ),
+            (
+                "messages[1].content[3]",
+                "tool-use-id-refused",
+                "tool_use id 'fc:1' holds ':': only letters, digits, _ and - are accepted",
+            ),
+        ]
+
+    @pytest.mark.parametrize("tool_use_id", ["toolu_01", "call.1", "fc:1", "é", "a/b", "x y"])
+    def test_refused_ids_agree_with_the_double(self, tool_use_id: str) -> None:
+        """The validator reports a tool_use id exactly when the strict API double refuses it."""
+        from ..doubles import CODING_TOOLS, AnthropicDouble
+
+        call = {"type": "tool_use", "id": tool_use_id, "name": "read_file", "input": {}}
+        messages = [U("task"), A([call]), U([TR(tool_use_id)])]
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 1_000, "tools": CODING_TOOLS}
+        refused = AnthropicDouble(window=100_000).check({**body, "messages": messages})
+        rules = [v.rule for v in validate_messages(messages)]
+        assert (refused == []) == (rules == []), (refused, rules)
+        assert rules in ([], ["tool-use-id-refused"])
 
     def test_one_block_follows_the_rule_order(self) -> None:
         """An unsigned thinking block after text: not-first, then unsigned (the order of RULES)."""

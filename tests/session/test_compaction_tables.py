@@ -325,6 +325,21 @@ class TestTighteningTheFold:
         assert compaction.step.budget_chars == budget
         assert tightened.deleted_range == (2, 6)
 
+    def test_a_call_answered_by_the_kept_turn_is_not_waiting(self) -> None:
+        """A fold that took the newest call (message 11, reading m5.py) keeps the turn with its
+        result (12): shortened, its ledger still has that result, so the call is not listed as
+        waiting, as in the ledger the fold was made with."""
+        compaction = Compaction(SummarizeTurns())
+        state = SessionState(
+            deleted_range=(2, 11), compaction=CompactionState(fold=Fold(11, "y" * 2_000, "S"))
+        )
+        tightened = compaction.tightened(state, READS, 100)
+        assert tightened is not None
+        fold = tightened.compaction.fold
+        assert fold is not None
+        assert "Files read: m0.py, m1.py, m2.py, m3.py, m4.py, m5.py\n" in fold.text
+        assert "Tool calls still waiting for a result:" not in fold.text
+
     def test_a_text_already_as_short_as_the_budget_is_left(self) -> None:
         compaction = Compaction(SummarizeTurns())
         covered = compaction.cover_hidden(SessionState(deleted_range=(2, 6)), READS)

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core._messages import MessageInput
+from ..core._messages import REFUSED_ID_CHARACTERS, MessageInput
 from ..core._pairing import id_key
 from ._anthropic_turns import (
     _THINKING,
     _TOOL_USES,
+    BADLY_NAMED,
     BLANK,
     DROPPED,
     RESULTS_SEEN,
@@ -44,6 +45,7 @@ from ._rule import (
     THINKING_NOT_FIRST,
     THINKING_UNSIGNED,
     TOOL_RESULT_UNKNOWN,
+    TOOL_USE_ID_REFUSED,
     TOOL_USE_IN_USER,
     TOOL_USE_UNANSWERED,
     Found,
@@ -68,6 +70,7 @@ __all__ = [
     "THINKING_UNSIGNED",
     "TOOL_RESULT_UNKNOWN",
     "TOOL_USES_SEEN",
+    "TOOL_USE_ID_REFUSED",
     "TOOL_USE_IN_USER",
     "TOOL_USE_UNANSWERED",
     "UNNAMED",
@@ -81,6 +84,7 @@ __all__ = [
     "ThinkingNotFirst",
     "ThinkingUnsigned",
     "ToolResultUnknown",
+    "ToolUseIdRefused",
     "ToolUseInUser",
     "ToolUseUnanswered",
     "Turn",
@@ -224,6 +228,33 @@ class DuplicateToolUseId(_MessageRule):
             found.append(
                 (turn.index, IDS, position, Violation(where, DUPLICATE_TOOL_USE_ID, detail))
             )
+        return found
+
+
+class ToolUseIdRefused(_MessageRule):
+    """Every tool_use id is made of letters, digits, ``_`` and ``-`` (``^[a-zA-Z0-9_-]+$``)."""
+
+    name = TOOL_USE_ID_REFUSED
+
+    def check(self, turn: Turn, /) -> Sequence[Found]:
+        """Each tool_use whose string id holds another character (an empty id is malformed)."""
+        if not turn.seen & BADLY_NAMED:
+            return NOTHING
+        found: list[Found] = []
+        for position, block in enumerate(turn.blocks):
+            tool_use_id = block.get("id")
+            if block["type"] != "tool_use" or not isinstance(tool_use_id, str):
+                continue
+            refused = REFUSED_ID_CHARACTERS.search(tool_use_id)
+            if refused is not None:
+                where = f"{turn.path}.content[{position}]"
+                detail = (
+                    f"tool_use id {tool_use_id!r} holds {refused.group()!r}: only letters,"
+                    " digits, _ and - are accepted"
+                )
+                found.append(
+                    (turn.index, IDS, position, Violation(where, TOOL_USE_ID_REFUSED, detail))
+                )
         return found
 
 
@@ -381,6 +412,7 @@ RULES: tuple[Rule[Turn, Ending], ...] = (
     SameRoleTwice(),
     EmptyContent(),
     DuplicateToolUseId(),
+    ToolUseIdRefused(),
     ToolUseInUser(),
     ToolUseUnanswered(),
     ThinkingInUser(),
@@ -403,7 +435,8 @@ def validate_messages(messages: Sequence[MessageInput], name: str = "messages") 
     assistant messages; no message has empty content; thinking blocks appear only in assistant
     messages, before their other blocks, each with its signature (redacted ones with their
     data); every message and block has a known shape. An empty list is reported too, and so is a
-    tool_use id used twice in one request. Never raises for bad input: it reports it. The order
+    tool_use id used twice in one request or holding a character the API refuses (anything
+    but letters, digits, ``_`` and ``-``). Never raises for bad input: it reports it. The order
     is the module's (see its docstring).
     """
     return validate(Turns(messages, name), _CHECKS, _FINISHES)

@@ -6,10 +6,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core._messages import ROLES
+from ..core._messages import REFUSED_ID_CHARACTERS, ROLES
 from ..core._pairing import id_key
 
 __all__ = [
+    "BADLY_NAMED",
     "BLANK",
     "DROPPED",
     "RESULTS_SEEN",
@@ -39,6 +40,8 @@ THINKING_SEEN = 16
 """A thinking or redacted_thinking block."""
 TOOL_USES_SEEN = 32
 """A tool_use or server_tool_use block."""
+BADLY_NAMED = 64
+"""A tool_use block whose string id holds a character the API refuses."""
 
 
 class Turn:
@@ -54,7 +57,7 @@ class Turn:
 
     ``seen`` holds what the walk saw on its one pass over the content, as bits (:data:`DROPPED`,
     :data:`BLANK`, :data:`UNNAMED`, :data:`RESULTS_SEEN`, :data:`THINKING_SEEN`,
-    :data:`TOOL_USES_SEEN`), so that a rule
+    :data:`TOOL_USES_SEEN`, :data:`BADLY_NAMED`), so that a rule
     with nothing to report returns at once.
     """
 
@@ -162,12 +165,15 @@ class Turns:
                         uses.append(id_key(tool_use_id))
                         if not isinstance(tool_use_id, str) or not tool_use_id:
                             seen |= UNNAMED
-                        elif tool_use_id not in used:
-                            used[tool_use_id] = f"{path}.content[{len(blocks)}]"
                         else:
-                            if earlier is None:
-                                earlier = {}
-                            earlier[len(blocks)] = used[tool_use_id]
+                            if REFUSED_ID_CHARACTERS.search(tool_use_id):
+                                seen |= BADLY_NAMED
+                            if tool_use_id not in used:
+                                used[tool_use_id] = f"{path}.content[{len(blocks)}]"
+                            else:
+                                if earlier is None:
+                                    earlier = {}
+                                earlier[len(blocks)] = used[tool_use_id]
                     elif kind == "tool_result":
                         seen |= RESULTS_SEEN
                     elif kind in _THINKING:

@@ -34,6 +34,7 @@ __all__ = [
     "THINKING_NOT_FIRST",
     "THINKING_UNSIGNED",
     "TOOL_RESULT_UNKNOWN",
+    "TOOL_USE_ID_REFUSED",
     "TOOL_USE_IN_USER",
     "TOOL_USE_UNANSWERED",
     "Found",
@@ -69,6 +70,7 @@ THINKING_UNSIGNED = "thinking-unsigned"
 THINKING_IN_USER = "thinking-in-user"
 DUPLICATE_TOOL_USE_ID = "duplicate-tool-use-id"
 TOOL_USE_IN_USER = "tool-use-in-user"
+TOOL_USE_ID_REFUSED = "tool-use-id-refused"
 
 Found = tuple[int, int, int, Violation]
 """A violation and where it sorts: ``(message index, stage, position, violation)``."""

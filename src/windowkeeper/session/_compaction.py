@@ -58,6 +58,16 @@ def _resumes_at(paused_at: int) -> int:
     return paused_at + max(8, paused_at // 5)
 
 
+def _fold_ledger_end(history: Sequence[Message], point: int) -> int:
+    """Where the ledger of the fold cut at ``point`` ended when it was made: after the user turn
+    at ``point`` when the fold took the answer that turn replies to (:func:`ledger_end`), so a
+    shortened continuation does not list the calls that turn answers as still waiting."""
+    turn_end = point
+    while turn_end < len(history) and history[turn_end].get("role") == "user":
+        turn_end += 1
+    return ledger_end(history, point, turn_end) if point < len(history) else point
+
+
 def _empty_reply(reply: Message) -> bool:
     """An assistant reply with nothing in it: no text, no tool call."""
     if reply.get("role") != "assistant":
@@ -155,7 +165,7 @@ class Compaction:
         if fold is None or len(fold.text) <= _MIN_BUDGET_CHARS // 4:
             return None
         budget = max(_MIN_BUDGET_CHARS // 4, len(fold.text) - excess * 4)
-        ledger = self.step.ledgers.ledger(history, fold.end + 1)
+        ledger = self.step.ledgers.ledger(history, _fold_ledger_end(history, fold.end + 1))
         text = continuation(fold.summary, ledger, max_chars=budget)
         if len(text) >= len(fold.text):
             return None
