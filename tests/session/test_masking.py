@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from windowkeeper import ContextManager, OverwriteStore, validate_messages
-from windowkeeper.session._masking import mask_old_context, placeholder_for
+from windowkeeper.session._masking import MaskScan, mask_old_context, placeholder_for
+
+from ..strategies import conversations
 
 ENV = "<environment_details>\n# Visible Files\n" + "src/app.py\n" * 30 + "</environment_details>"
 
@@ -173,3 +178,55 @@ class TestMaskedPatches:
         """A long value that is no patch is replaced whole, as before."""
         masked = self.masked_input({"content": "x = 1\n" * 100})
         assert masked == {"content": "[windowkeeper: 600 characters removed to save context.]"}
+
+
+def _edited(message: dict[str, Any], text: str) -> dict[str, Any]:
+    """A new message in place of ``message``: its blocks with ``text`` added to each text."""
+    content = message["content"]
+    if isinstance(content, str):
+        return {**message, "content": content + text}
+    return {
+        **message,
+        "content": [
+            {**block, "text": block["text"] + text} if block.get("type") == "text" else block
+            for block in content
+        ]
+        + [{"type": "text", "text": ENV}],
+    }
+
+
+class TestMaskScan:
+    """What a scan remembers between shrinks never changes what masking does."""
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        conversations(min_size=3, max_size=16),
+        st.lists(
+            st.tuples(st.sampled_from(("grow", "edit", "hide")), st.integers(0, 99)),
+            max_size=6,
+        ),
+        st.integers(0, 3),
+    )
+    def test_a_remembered_scan_masks_as_a_fresh_one(
+        self, history: list[dict[str, Any]], changes: list[tuple[str, int]], keep: int
+    ) -> None:
+        """Over a history that grows, has messages replaced and turns hidden, masking with one
+        scan kept across the calls records exactly what masking without it records."""
+        scan = MaskScan()
+        remembered, fresh = OverwriteStore(), OverwriteStore()
+        start = 2
+        for step, (change, at) in enumerate([("grow", 0), *changes]):
+            if change == "grow":
+                history = [*history, *turn(len(history) + at, "out " * (at + 10))]
+            elif change == "edit":
+                position = 2 + at % max(len(history) - 2, 1)
+                if position < len(history):
+                    history = [*history]
+                    history[position] = _edited(history[position], f" edit {at}")
+            else:
+                start = min(start + at % 4, len(history))
+            now = 1_000 + step
+            with_scan = mask_old_context(history, start, remembered, now, keep, scan=scan)
+            without = mask_old_context(history, start, fresh, now, keep)
+            assert with_scan == without
+            assert remembered.to_json() == fresh.to_json()

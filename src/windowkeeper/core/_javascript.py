@@ -22,6 +22,7 @@ import json
 import math
 import re
 from functools import cache
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 __all__ = [
@@ -184,8 +185,8 @@ def _normalize(value: Any, exotic: list[bool]) -> Any:
         return value
     if kind is int and -MAX_EXACT_INT <= value <= MAX_EXACT_INT:
         return value
-    if kind is list:
-        return [_normalize(item, exotic) for item in value]
+    if kind is list:  # a string item is its own value: no call for it
+        return [item if type(item) is str else _normalize(item, exotic) for item in value]
     if isinstance(value, str) or value is None or isinstance(value, bool):
         return value
     if isinstance(value, int):
@@ -210,9 +211,22 @@ def _normalize(value: Any, exotic: list[bool]) -> Any:
     raise TypeError(f"{type(value).__name__} is not a JSON value")
 
 
-_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-"""``json.dumps(value, separators=(",", ":"), ensure_ascii=False)`` with one encoder made once:
-``json.dumps`` builds a new encoder on every call given options (every store record pays it)."""
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+# The C encoder ``_ENCODER.encode`` builds on every call, made once (every store record pays
+# that build otherwise, more than the encoding itself); without the cycle check, as what the
+# store dumps went through :func:`normalize` first, which a cycle makes fail.
+_C_ENCODE = (
+    c_make_encoder(None, _ENCODER.default, encode_basestring, None, ":", ",", False, False, True)
+    if c_make_encoder is not None
+    else None
+)
+
+
+def _compact(value: Any) -> str:
+    """``json.dumps(value, separators=(",", ":"), ensure_ascii=False)`` of an acyclic value."""
+    if _C_ENCODE is None or isinstance(value, str):
+        return _ENCODER.encode(value)
+    return "".join(_C_ENCODE(value, 0))
 
 
 def dumps(value: Any, *, exotic: bool) -> str:
@@ -222,7 +236,7 @@ def dumps(value: Any, *, exotic: bool) -> str:
         _write(value, parts)
         text = "".join(parts)
     else:
-        text = _COMPACT(value)
+        text = _compact(value)
     if not text.isascii():
         # Encoding fails exactly when a lone surrogate is there, and is faster than a search.
         try:

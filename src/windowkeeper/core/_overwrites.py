@@ -23,7 +23,7 @@ from collections.abc import Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._errors import CorruptStoreError
-from ._javascript import MAX_EXACT_INT, UNDEFINED, OpaqueKey, loads, map_key, normalize, to_number
+from ._javascript import MAX_EXACT_INT, UNDEFINED, OpaqueKey, loads, map_key, normalize
 from ._messages import Message
 from ._notices import TRUNCATION_NOTICE
 from ._store_json import (
@@ -35,6 +35,8 @@ from ._store_json import (
     REVISION,
     TEXT_AT,
     StoredEntry,
+    count_key,
+    is_after,
     parse_entries,
     parsed_blocks,
     stored_entry,
@@ -85,10 +87,11 @@ class OverwriteStore:
     strings and numbers), take about half the memory of nested lists, serialize by a
     join and are shared by a copy. Reading an entry parses its text (an entry has a few blocks
     of a few updates); the last one read is remembered, since readers ask about one message
-    several times in a row.
+    several times in a row, and while a journal is open every entry recorded or read (a shrink
+    records a batch of masks, then renders them).
     """
 
-    __slots__ = ("_counts", "_entries", "_epoch", "_journal", "_last", "_positions", "_revision")
+    __slots__ = ("_counts", "_entries", "_epoch", "_journal", "_parsed", "_positions", "_revision")
 
     def __init__(self) -> None:
         self._entries: dict[Any, StoredEntry] = {}
@@ -100,7 +103,8 @@ class OverwriteStore:
         # While a journal is open: (message key, its entry before the record, None if none)
         self._journal: list[tuple[Any, StoredEntry | None]] | None = None
         self._counts: dict[Any, int] | None = {}  # updates per edit type; None: count again
-        self._last: tuple[StoredEntry, dict[Any, Any]] | None = None  # the entry read last, parsed
+        # message key -> (its entry, parsed): the entry read last, every one while journaling
+        self._parsed: dict[Any, tuple[StoredEntry, dict[Any, Any]]] = {}
 
     @property
     def revision(self) -> int:
@@ -163,12 +167,12 @@ class OverwriteStore:
         if counts is None:
             counts = {}
             for entry in self._entries.values():
-                key = _count_key(entry[KIND])
+                key = count_key(entry[KIND])
                 counts[key] = counts.get(key, 0) + entry[COUNT]
             self._counts = counts
         if edit_types is None:
             return sum(counts.values())
-        wanted = {_count_key(freeze(kind)) for kind in edit_types}
+        wanted = {count_key(freeze(kind)) for kind in edit_types}
         return sum(count for kind, count in counts.items() if kind in wanted)
 
     def entries(self) -> Iterator[Entry]:
@@ -187,6 +191,16 @@ class OverwriteStore:
         """The edit type of a message's entry, or None when it has none."""
         entry = self._entries.get(_lookup(message_index))
         return None if entry is None else thaw(entry[KIND])
+
+    def effective_updates(self, message_index: int) -> list[tuple[Any, Any]]:
+        """``(block index, effective update)`` of each block with updates, in insertion order:
+        the store's own raw values, to read at once, never to keep or change."""
+        blocks = self._blocks(_lookup(message_index))
+        return [
+            (key, updates[-1])
+            for key, updates in blocks.items()
+            if type(updates) is list and updates
+        ]
 
     def block_updates(self, message_index: int) -> Iterator[tuple[Any, list[Any]]]:
         """``(block index, updates)`` of a message, in insertion order; updates are raw JSON.
@@ -240,12 +254,18 @@ class OverwriteStore:
         entry = self._entries.get(message_key)
         if entry is None:
             return {}
-        last = self._last
-        if last is not None and last[0] is entry:
-            return last[1]
+        known = self._parsed.get(message_key)
+        if known is not None and known[0] is entry:
+            return known[1]
         blocks = parsed_blocks(entry)
-        self._last = (entry, blocks)
+        self._remember(message_key, entry, blocks)
         return blocks
+
+    def _remember(self, message_key: Any, entry: StoredEntry, blocks: dict[Any, Any]) -> None:
+        """Keep ``entry`` parsed: alone, or beside the others read while a journal is open."""
+        if self._journal is None:
+            self._parsed.clear()
+        self._parsed[message_key] = (entry, blocks)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -289,9 +309,9 @@ class OverwriteStore:
             exotic=exotic or odd_block,
         )
         self._entries[message_key] = entry
-        self._last = (entry, blocks)
+        self._remember(message_key, entry, blocks)
         if self._counts is not None:
-            key = _count_key(kind)
+            key = count_key(kind)
             self._counts[key] = self._counts.get(key, 0) + 1
 
     def open_journal(self) -> None:
@@ -305,10 +325,12 @@ class OverwriteStore:
     def close_journal(self) -> None:
         """Keep what was recorded since :meth:`open_journal`, and stop remembering."""
         self._journal = None
+        self._parsed.clear()
 
     def undo_journal(self) -> None:
         """Take back every :meth:`record` since :meth:`open_journal`, newest first, and stop."""
         journal, self._journal = self._journal or [], None
+        self._parsed.clear()
         self._revision += 1
         self._epoch += 1
         self._counts = None
@@ -340,7 +362,7 @@ class OverwriteStore:
                 if not isinstance(updates, list):
                     continue
                 keep = len(updates)
-                while keep > 0 and _is_after(updates[keep - 1], timestamp):
+                while keep > 0 and is_after(updates[keep - 1], timestamp):
                     keep -= 1
                 if keep < len(updates):
                     cut += len(updates) - keep
@@ -429,19 +451,6 @@ class OverwriteStore:
         return store
 
 
-def _is_after(update: Any, timestamp: float) -> bool:
-    """JavaScript's ``update[0] > timestamp`` (a comparison with NaN is false)."""
-    if isinstance(update, list | str):  # a string's [0] is its first character
-        stamp = update[0] if update else UNDEFINED
-    elif isinstance(update, dict):
-        stamp = update.get("0", UNDEFINED)
-    else:
-        return False  # a number has no [0]; null would make the original throw
-    if type(stamp) is int:
-        return stamp > timestamp
-    return to_number(stamp) > timestamp
-
-
 def _record_key(index: Any) -> tuple[Any, bool]:
     if (
         type(index) is int and -MAX_EXACT_INT <= index <= MAX_EXACT_INT
@@ -469,15 +478,6 @@ def _plain(key: Any) -> Any:
     if isinstance(key, OpaqueKey):
         return _clone(key.value)
     return None if key is UNDEFINED else key
-
-
-def _count_key(edit_type: Any) -> Any:
-    """A frozen ``edit_type`` as a key of the update counts (its repr when it cannot be one)."""
-    try:
-        hash(edit_type)
-    except TypeError:
-        return ("unhashable", repr(edit_type))
-    return edit_type
 
 
 def _typed(updates: Any) -> tuple[Update, ...]:

@@ -17,7 +17,7 @@ import json
 from typing import Any, Final
 
 from .._errors import CorruptStoreError
-from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key
+from ._javascript import UNDEFINED, OpaqueKey, dumps, loads, map_key, to_number
 
 __all__ = [
     "COUNT",
@@ -29,6 +29,8 @@ __all__ = [
     "REVISION",
     "TEXT_AT",
     "StoredEntry",
+    "count_key",
+    "is_after",
     "parse_entries",
     "parsed_blocks",
     "stored_entry",
@@ -179,3 +181,25 @@ def parsed_blocks(entry: StoredEntry) -> dict[Any, Any]:
     if keys is None:
         return dict(pairs)
     return {block: pair[1] for block, pair in zip(keys, pairs, strict=True)}
+
+
+def is_after(update: Any, timestamp: float) -> bool:
+    """JavaScript's ``update[0] > timestamp`` (a comparison with NaN is false)."""
+    if isinstance(update, list | str):  # a string's [0] is its first character
+        stamp = update[0] if update else UNDEFINED
+    elif isinstance(update, dict):
+        stamp = update.get("0", UNDEFINED)
+    else:
+        return False  # a number has no [0]; null would make the original throw
+    if type(stamp) is int:
+        return stamp > timestamp
+    return to_number(stamp) > timestamp
+
+
+def count_key(edit_type: Any) -> Any:
+    """A frozen ``edit_type`` as a key of the update counts (its repr when it cannot be one)."""
+    try:
+        hash(edit_type)
+    except TypeError:
+        return ("unhashable", repr(edit_type))
+    return edit_type

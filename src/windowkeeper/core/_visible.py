@@ -301,10 +301,8 @@ def _with_overwrites(
     if not isinstance(content, list):
         return dict(message)
     new_content: list[Any] | None = None
-    for block_index, updates in store.block_updates(index):
-        if not updates:
-            continue
-        kind, text = _effective(updates[-1])
+    for block_index, update in store.effective_updates(index):
+        kind, text = _effective(update)
         if text is None:
             continue
         target = block_index if positions is None else positions.get(block_index)

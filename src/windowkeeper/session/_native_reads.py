@@ -192,16 +192,30 @@ class NativeReadDetector:
     ) -> dict[str, list[_Copy]]:
         copies: dict[str, list[_Copy]] = {}
         start = max(start_index, 0)
+        memo = self._found
+        previous = history[start - 1] if 1 <= start <= len(history) else None
         for index in range(start, len(history)):
             message = history[index]
+            before, previous = previous, message
             content = message.get("content")
             if message.get("role") != "user" or not isinstance(content, list) or not content:
                 continue
-            for position, path, copy in self._found_in(history, index, message, content):
+            known = memo.get(id(message))  # _found_in's memo, looked up here: most messages hit
+            if (
+                known is not None
+                and known[0] is message
+                and known[1] is before
+                and known[2] == index
+            ):
+                found = known[3]
+            else:
+                found = self._found_in(history, index, message, content)
+            for position, path, copy in found:
                 if store.has_update(index, position):
                     continue  # already replaced: an older copy of something
                 copies.setdefault(path, []).append(copy)
-            self._mentions(mentions, index, content, store)
+            if index not in store or store.edit_type(index) == EditType.FILE_MENTION:
+                self._mentions(mentions, index, content, store)
         if len(self._found) > 2 * (len(history) - start) + 64:  # messages no longer scanned
             live = set(map(id, history[start:]))
             self.__dict__["_found_memo"] = {

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._record import record, replace
+from .._record import field, record, replace
 from ..cline._manager import ContextManager
 from ..core._messages import Message
+from ._masking import MaskScan
 from ._request import RequestBuilder, arrival_clips
 from ._state import SessionState
 from .steps import Action, Draft, Step, run_steps
@@ -35,6 +36,7 @@ class Shrinker:
     manager: ContextManager
     shrink_target: float
     max_result_share: float | None
+    masks: MaskScan = field(default_factory=MaskScan)  # what masking found in each message
 
     def arrive(
         self, history: Sequence[Message], state: SessionState, limit: float
@@ -96,6 +98,7 @@ class Shrinker:
             limit=limit,
             target=limit * self.shrink_target,
             may_fold=compaction is not None and compaction.may_summarize(state),
+            masks=self.masks,
         )
         shrunk = run_steps(self.steps, draft)
         if compaction is not None:

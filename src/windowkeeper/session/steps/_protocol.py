@@ -28,7 +28,7 @@ from ...core._overwrites import EditType, OverwriteStore, add_truncation_notice,
 from ...core._truncation import DeletedRange, visible_start
 from ...core._usage import TokenUsage
 from .._clipping import Clip
-from .._masking import mask_old_context
+from .._masking import MaskScan, mask_old_context
 from .._state import Fold, SessionState
 
 __all__ = ["Action", "Draft", "Step", "newest_turn"]
@@ -97,6 +97,7 @@ class Draft:
 
     __slots__ = (
         "_clip_run",
+        "_masks",
         "_measure",
         "_replace_reads",
         "_stale_view",
@@ -130,6 +131,7 @@ class Draft:
         limit: float,
         target: float,
         may_fold: bool = False,
+        masks: MaskScan | None = None,
     ) -> None:
         self.history = history
         self.state = state
@@ -146,6 +148,7 @@ class Draft:
         self._measure = measure
         self._replace_reads = replace_reads
         self._stale_view = False
+        self._masks = masks  # what masking found in each message, kept between requests
         self._clip_run: tuple[tuple[int, int] | None, int] = (None, 0)
 
     @property
@@ -168,7 +171,10 @@ class Draft:
         """Mask tool outputs of the visible part older than the last ``keep_recent`` (never the
         newest turn's, never a block edited before); the indices of the messages changed."""
         start = visible_start(self.state.deleted_range)
-        return tuple(sorted(mask_old_context(self.view, start, self._store, self.now, keep_recent)))
+        masked = mask_old_context(
+            self.view, start, self._store, self.now, keep_recent, scan=self._masks
+        )
+        return tuple(sorted(masked))
 
     def add_truncation_notice(self) -> bool:
         """The original's truncation notice on message 1, unless it has an edit already; True
