@@ -62,7 +62,7 @@ from windowkeeper.session.steps import _summarize
 
 __all__ = ["SWEEPS", "Tuning", "format_tuning", "tune"]
 
-DEFAULT_AT = 0.85
+DEFAULT_AT = 0.8
 DEFAULT_KEEP = _compaction._KEEP_SHARE
 DEFAULT_BUDGET = _compaction._BUDGET_SHARE
 DEFAULT_WORTH = _summarize.SUMMARY_WORTH

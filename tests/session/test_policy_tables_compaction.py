@@ -423,7 +423,7 @@ class TestSummaryWorth:
                 keeper.append({"role": "assistant", "content": "SUMMARY " + "s" * 4_392})
                 assert actions(keeper.prepare())[0][0] == "summarize-in-band"
         assert asks[5] == (5, 7_993, True)  # the first summary is always asked for
-        assert asks[10] == (10, 7_276, False)  # past 6,800, but too little new since
+        assert asks[10] == (10, 7_276, False)  # past 6,400, but too little new since
         assert asks[11][2] is False
         assert actions(prepared) == [("refold", tuple(range(13, 25)), (2, 24))]
         assert "SUMMARY sss" in prepared.messages[2]["content"][1]["text"]  # the last one kept

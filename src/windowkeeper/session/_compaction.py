@@ -112,7 +112,7 @@ class Compaction:
 
     __slots__ = ("_head", "_head_key", "in_band_at", "step")
 
-    def __init__(self, step: SummarizeTurns, *, in_band_at: float = 0.85) -> None:
+    def __init__(self, step: SummarizeTurns, *, in_band_at: float = 0.8) -> None:
         self.step = step
         self.in_band_at = in_band_at
         self._head = 0  # memo: the tokens of the request's fixed head (see configure)
