@@ -174,6 +174,9 @@ class SessionPolicy:
         self.asks = 0
         self.reasks = 0
         """In-band asks on a request that folded, or on the one right after a fold."""
+        self.summary_folds = 0
+        self.ledger_folds = 0
+        """Folds whose continuation carries a model's summary, and those with the ledger alone."""
         self.pauses: list[tuple[str, int]] = []
         """``summarize-paused`` / ``summarize-resumed`` actions, with the history length."""
         self._folded_last = False
@@ -239,6 +242,11 @@ class SessionPolicy:
             self.reasks += folded or self._folded_last
         self._folded_last = folded
         self.folded.append(folded)
+        if folded:
+            fold = session.state.compaction.fold
+            carried = fold is not None and fold.summary is not None
+            self.summary_folds += carried
+            self.ledger_folds += not carried
         length = len(session.history)
         self.pauses += [
             (action.step, length)

@@ -91,6 +91,8 @@ class SettingFigures:
             for item in FOLD_ITEMS
         }
         self.summary_rate = 100 * totals.summary_calls / totals.requests if totals.requests else 0
+        self.summary_folds = run.summary_folds
+        self.ledger_folds = run.ledger_folds
         self.pauses = sum(step == "summarize-paused" for step, _ in run.pauses)
         self.resumes = sum(step == "summarize-resumed" for step, _ in run.pauses)
         self.off = off_for_good(run)
@@ -137,6 +139,7 @@ def _row(case: str, window: str, policy: str, f: SettingFigures) -> list[str]:
         "–" if f.ratio is None else f"{f.ratio:.2f}×",
         folds,
         f"{f.summary_rate:.1f}",
+        f"{f.summary_folds} / {f.ledger_folds}" if policy in (WK_COMPACT, WK_INBAND) else "–",
         summarizing,
     ]
 
@@ -166,6 +169,7 @@ def _table(evaluation: Evaluation) -> list[str]:
         "billed vs cline-condense",
         "after a fold: instr. / files / todo, % (folds)",
         "summary calls / 100 req.",
+        "folds: model's summary / ledger only",
         "paused / resumed",
     ]
     return table(header, rows, "lll" + "r" * (len(header) - 3))
@@ -291,6 +295,22 @@ def _targets(evaluation: Evaluation) -> list[str]:
                     "reported",
                 ]
             )
+        if policy != WK_LEDGER:
+            carried = sum(f.summary_folds for f in per[policy])
+            alone = [f for f in per[policy] if f.ledger_folds]
+            rows.append(
+                [
+                    f"folds carrying the model's summary: {SHORT[policy]}",
+                    f"{carried} of {carried + sum(f.ledger_folds for f in alone)} folds"
+                    + (
+                        "; ledger only at "
+                        + _listed(f"{_where(f)}: {f.ledger_folds}" for f in alone)
+                        if alone
+                        else ""
+                    ),
+                    "reported",
+                ]
+            )
         off = [f for f in per[policy] if f.off]
         rows.append(
             [
@@ -326,7 +346,9 @@ def format_compaction_traces(evaluation: Evaluation) -> list[str]:
         " cline-condense the request after its summary), the share carrying the latest user"
         " instruction verbatim, every file edited so far by path, and every item of the latest"
         " todo / plan state (a todo tool's last call, Cline's `task_progress`, Roo Code's"
-        " `<update_todo_list>`); *paused / resumed*: `summarize-paused` and `summarize-resumed`"
+        " `<update_todo_list>`); *folds: model's summary / ledger only*: the folds whose"
+        " continuation carries a summary the model wrote (new, or the last one kept) and those"
+        " that fell back to the ledger alone; *paused / resumed*: `summarize-paused` and `summarize-resumed`"
         " actions, **off** when the last pause never resumed although the history grew past"
         " the resume point before the trace ended.",
         "",

@@ -145,6 +145,8 @@ class Run:
     asks: int = 0  # in-band asks
     reasks: int = 0  # in-band asks on a request that folded or the one right after
     pauses: list[tuple[str, int]] = field(default_factory=list)  # (pause or resume, length)
+    summary_folds: int = 0  # a session's folds whose continuation carries a model's summary
+    ledger_folds: int = 0  # and those that carry the ledger alone
     length: int = 0  # the history length at the last request
 
 
@@ -402,6 +404,8 @@ def run(
         asks=getattr(policy, "asks", 0),
         reasks=getattr(policy, "reasks", 0),
         pauses=list(getattr(policy, "pauses", [])),
+        summary_folds=getattr(policy, "summary_folds", 0),
+        ledger_folds=getattr(policy, "ledger_folds", 0),
         length=last,
     )
 

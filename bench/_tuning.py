@@ -14,7 +14,11 @@ setting is swept alone, the others at their defaults:
   0 asks at every fold);
 - whether masking old tool outputs runs before the fold (1) or right after it (0)
   (``_MASK_BEFORE_FOLD`` of the steps), measured on the out-of-band session, whose folds run
-  among the shrink steps.
+  among the shrink steps;
+- how far past the limit an in-band ask may go, as a share of the margin between the limit and
+  the window (the session's ``_ASK_MARGIN_SHARE``; 0: never past the limit);
+- whether an in-band fold takes the turn the ask was made on as well (1: the summary was
+  written with it in view) or keeps it verbatim (0) (the session's ``_FOLD_ASKED_TURN``).
 
 The shares and the multiple are module constants, set for the replay only: they are not
 arguments.
@@ -22,7 +26,8 @@ arguments.
 A candidate is *admissible* on a set of traces when, on every one of their settings (each
 window), the in-band session sends nothing over the window, refuses nothing the default
 session sends, asks on no request that folded, and carries the latest instruction, every
-edited file and the latest todo state after every fold. Among the admissible candidates the
+edited file and the latest todo state after every fold, and every fold carries a summary the
+model wrote (none falls back to the ledger alone). Among the admissible candidates the
 choice is the one with the lowest median billed cost against cline's auto-condense over those
 settings; ties go to the lower maximum, then to the current default. With none admissible,
 the candidate with the fewest failed settings is taken, then by cost as above. The default
@@ -57,61 +62,77 @@ from windowkeeper.session.steps import _summarize
 
 __all__ = ["SWEEPS", "Tuning", "format_tuning", "tune"]
 
-DEFAULT_AT = 0.85
+DEFAULT_AT = 0.8
 DEFAULT_KEEP = _compaction._KEEP_SHARE
 DEFAULT_BUDGET = _compaction._BUDGET_SHARE
 DEFAULT_WORTH = _summarize.SUMMARY_WORTH
 DEFAULT_MASK = float(_steps._MASK_BEFORE_FOLD)
+DEFAULT_MARGIN = _compaction._ASK_MARGIN_SHARE
+DEFAULT_ASKED = float(_compaction._FOLD_ASKED_TURN)
 SWEEPS: dict[str, tuple[float, ...]] = {
-    "in_band_at": (0.75, 0.8, 0.85, 0.9, 0.95),
+    "in_band_at": (0.75, 0.8, 0.85, 0.9, 0.95, 1.0),
     "verbatim tail share of the room": (0.0, 0.05, 0.1, 0.15, 0.25, 0.35),
     "continuation budget share of the room": (0.1, 0.15, 0.25, 0.35),
     "new summary worth (last summary's sizes)": (0.0, 1.0, 2.0, 4.0, 8.0),
     "masking before the fold (1) or after (0), out-of-band": (0.0, 1.0),
+    "in-band ask past the limit, share of the margin to the window": (0.0, 0.25, 0.5, 0.75),
+    "in-band fold takes the asked turn (1) or keeps it (0)": (0.0, 1.0),
 }
 KEEP, BUDGET = "verbatim tail share of the room", "continuation budget share of the room"
 WORTH = "new summary worth (last summary's sizes)"
 MASK = "masking before the fold (1) or after (0), out-of-band"
+MARGIN = "in-band ask past the limit, share of the margin to the window"
+ASKED = "in-band fold takes the asked turn (1) or keeps it (0)"
 DEFAULTS = {
     "in_band_at": DEFAULT_AT,
     KEEP: DEFAULT_KEEP,
     BUDGET: DEFAULT_BUDGET,
     WORTH: DEFAULT_WORTH,
     MASK: DEFAULT_MASK,
+    MARGIN: DEFAULT_MARGIN,
+    ASKED: DEFAULT_ASKED,
 }
 POLICY = {MASK: WK_COMPACT}
 """The session a setting is measured on, when not the in-band one."""
 Runs = dict[tuple[str, int, str], Run]
 
 
-IN_BAND_NOTE = "Why the library keeps 0.85: the cost objective rewards asking less. At 0.95 the band between the ask and the limit (5 % of it, less the reserve and the instruction) is narrower than one typical turn, so most requests jump over it and the pre-flight folds with the ledger alone: fewer summaries are paid for, and fewer folds carry one. Until the admissibility rule also counts the share of folds that carry the model's summary, the default is not moved on this evidence alone."
-
-
 @contextlib.contextmanager
-def _shares(keep: float, budget: float, worth: float, mask: float) -> Iterator[None]:
-    """The tail and continuation shares of the room, the worth of a new summary and the
-    masking order, for the replays inside (restored after)."""
-    saved = _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE, _summarize.SUMMARY_WORTH
-    saved_mask = _steps._MASK_BEFORE_FOLD
-    _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE = keep, budget
-    _summarize.SUMMARY_WORTH = worth
-    _steps._MASK_BEFORE_FOLD = bool(mask)
+def _shares(values: dict[str, float]) -> Iterator[None]:
+    """The module constants of every setting but ``in_band_at`` set to ``values``, for the
+    replays inside (restored after)."""
+    saved = (
+        _compaction._KEEP_SHARE,
+        _compaction._BUDGET_SHARE,
+        _summarize.SUMMARY_WORTH,
+        _steps._MASK_BEFORE_FOLD,
+        _compaction._ASK_MARGIN_SHARE,
+        _compaction._FOLD_ASKED_TURN,
+    )
+    _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE = values[KEEP], values[BUDGET]
+    _summarize.SUMMARY_WORTH = values[WORTH]
+    _steps._MASK_BEFORE_FOLD = bool(values[MASK])
+    _compaction._ASK_MARGIN_SHARE = values[MARGIN]
+    _compaction._FOLD_ASKED_TURN = bool(values[ASKED])
     try:
         yield
     finally:
-        _compaction._KEEP_SHARE, _compaction._BUDGET_SHARE, _summarize.SUMMARY_WORTH = saved
-        _steps._MASK_BEFORE_FOLD = saved_mask
+        (
+            _compaction._KEEP_SHARE,
+            _compaction._BUDGET_SHARE,
+            _summarize.SUMMARY_WORTH,
+            _steps._MASK_BEFORE_FOLD,
+            _compaction._ASK_MARGIN_SHARE,
+            _compaction._FOLD_ASKED_TURN,
+        ) = saved
 
 
 def _replay(case: Case, choice: WindowChoice, setting: str, value: float) -> Run:
     settings: dict[str, float | int] = {}
     if setting == "in_band_at":
         settings["in_band_at"] = value
-    keep = value if setting == KEEP else DEFAULT_KEEP
-    budget = value if setting == BUDGET else DEFAULT_BUDGET
-    worth = value if setting == WORTH else DEFAULT_WORTH
-    mask = value if setting == MASK else DEFAULT_MASK
-    with _shares(keep, budget, worth, mask):
+    values = {**DEFAULTS, setting: value}
+    with _shares(values):
         return run(case, choice, POLICY.get(setting, WK_INBAND), settings=settings, strict=False)
 
 
@@ -129,6 +150,7 @@ def _outcome(figures: SettingFigures) -> tuple[bool, float | None]:
         and figures.refused_sent_by_default == 0
         and figures.reasks == 0
         and all(share is None or share >= 1.0 for share in figures.fold_shares.values())
+        and figures.ledger_folds == 0
     )
     return ok, figures.ratio
 
@@ -200,7 +222,9 @@ def format_tuning(tuning: Tuning) -> list[str]:
         " real traces choose, the held-out trace reports. A candidate is admissible on a set of"
         " traces when, at every window of each, it sends nothing over the window, refuses"
         " nothing the default session sends, asks on no request that folded and carries the"
-        " latest instruction, every edited file and the latest todo state after every fold;"
+        " latest instruction, every edited file and the latest todo state after every fold,"
+        " and every fold carries a summary the model wrote (none falls back to the ledger"
+        " alone);"
         " among the admissible ones the lowest median billed cost against cline auto-condense"
         " wins (ties: the lower maximum, then the current default); with none admissible, the"
         " fewest failed settings first. The default moves to the value most folds pick only"
@@ -215,7 +239,11 @@ def format_tuning(tuning: Tuning) -> list[str]:
         " the turns it would add hold this many times the last summary's size, else it keeps"
         " the last summary with a fresh ledger (0: a new summary at every fold); and whether"
         " masking old tool outputs runs before the fold (1) or right after it (0), measured on"
-        " the out-of-band session, whose folds run among the shrink steps.",
+        " the out-of-band session, whose folds run among the shrink steps; how far past the"
+        " limit an in-band ask may go, as a share of the margin between the limit and the"
+        " window (the rest of the margin is left for the summary and the estimate's error);"
+        " and whether an in-band fold takes the turn the ask was made on (1: the model wrote"
+        " its summary with that turn in view) or keeps it verbatim (0).",
         "",
     ]
     for setting, values in SWEEPS.items():
@@ -277,6 +305,4 @@ def format_tuning(tuning: Tuning) -> list[str]:
             f" {verdict}.",
             "",
         ]
-        if setting == "in_band_at" and majority != default and generalizes:
-            lines += [IN_BAND_NOTE, ""]
     return lines

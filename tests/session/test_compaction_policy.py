@@ -127,10 +127,11 @@ class TestInBand:
         session = _session(20_000, summarize="in-band", keep_recent_tokens=2_000)
         prepared = _in_band_loop(session, 25, mark + " " + "kept x; " * 50)
         assert any("summarize-in-band" in _steps(p) for p in prepared)
-        for turn in range(99, 102):
-            session.extend(_call(turn, 11_000))
+        for turn in range(99, 102):  # past the limit, and past the ask's ceiling too
+            session.extend(_call(turn, 16_000))
         request = session.prepare(max_output_tokens=500)
         assert request.preflight_acted
+        assert not request.summary_requested
         assert mark in json.dumps(request.messages)
         _valid(request)
 

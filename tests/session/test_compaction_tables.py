@@ -432,7 +432,7 @@ class TestAsking:
             messages=READS,
             history_length=13,
             estimate=lambda messages: 500,
-            limit=limit,
+            ceiling=limit,
         )
 
     def test_the_ask_is_the_request_with_the_instruction_and_remembers_its_point(self) -> None:

@@ -92,6 +92,36 @@ class TestInBandFold:
         assert "t6" in tool_ids(declined.messages)
 
 
+class TestInBandFoldTakesTheAskedTurn:
+    """With no verbatim tail asked for (the default), the in-band fold takes the turn the ask
+    was made on too: the model wrote its summary with that turn in view. The continuation is
+    then all that follows messages 0-1, and the ledger runs to the end of that turn."""
+
+    def test_the_request_after_the_reply(self) -> None:
+        keeper = session(summarize="in-band", mask_keep_recent=None)
+        keeper.append(TASK)
+        for number in range(6):
+            keeper.extend(turn(number, 5_000))
+            asked = keeper.prepare()
+        assert asked.summary_requested
+        assert asked.estimated_tokens == 7_993  # past in_band_at of the 8,000-token limit
+        keeper.append({"role": "assistant", "content": SUMMARY})
+        folded = keeper.prepare()
+        assert actions(folded) == [("summarize-in-band", tuple(range(2, 13)), (2, 12))]
+        assert [m["role"] for m in folded.messages] == ["user", "assistant", "user"]
+        assert folded.messages[:2] == [TASK, turn(0, 5_000)[0]]
+        result, continuation = folded.messages[2]["content"]
+        assert result == {"type": "tool_result", "tool_use_id": "t0", "content": FOLDED}
+        assert SUMMARY in continuation["text"]
+        assert "Files read: m0.py, m1.py, m2.py, m3.py, m4.py, m5.py" in continuation["text"]
+        assert folded.estimated_tokens == tokens(folded.messages) == 198
+        keeper.extend(turn(6, 100))
+        later = keeper.prepare()
+        assert actions(later) == []
+        assert not later.summary_requested
+        assert tool_ids(later.messages) == ["t0", "t6"]
+
+
 class TestNoAskAfterARefold:
     """A refold (a pre-flight fold that keeps the last summary) is a new continuation too: the
     request right after it does not ask for a summary, however near the limit it is."""
@@ -379,7 +409,9 @@ class TestSummaryWorth:
 
     def test_in_band_does_not_ask_for_too_little_new(self) -> None:
         """In-band, past ``in_band_at`` with five turns (about 6,300 tokens) since a summary of
-        1,101 tokens: no ask; the pre-flight folds them with the ledger when the limit comes."""
+        1,101 tokens: no ask; the pre-flight folds them into the ledger beside that summary (a
+        refold) when the limit comes. The in-band fold took the turn it was asked on (messages
+        11-12), so the refold starts after the summary's reply (message 13)."""
         keeper = session(summarize="in-band", mask_keep_recent=None)
         keeper.append(TASK)
         asks = []
@@ -391,9 +423,9 @@ class TestSummaryWorth:
                 keeper.append({"role": "assistant", "content": "SUMMARY " + "s" * 4_392})
                 assert actions(keeper.prepare())[0][0] == "summarize-in-band"
         assert asks[5] == (5, 7_993, True)  # the first summary is always asked for
-        assert asks[10] == (10, 7_276, False)  # past 6,800, but too little new since
+        assert asks[10] == (10, 7_276, False)  # past 6,400, but too little new since
         assert asks[11][2] is False
-        assert actions(prepared) == [("summarize", tuple(range(12, 25)), (2, 24))]
+        assert actions(prepared) == [("refold", tuple(range(13, 25)), (2, 24))]
         assert "SUMMARY sss" in prepared.messages[2]["content"][1]["text"]  # the last one kept
 
 

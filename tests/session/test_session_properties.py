@@ -116,7 +116,8 @@ def test_rollback_then_replay_gives_the_same_request(
 def test_compaction_keeps_every_request_valid_and_within_the_limit(
     history: list[dict[str, Any]], window: int, summarize: Any
 ) -> None:
-    """With compaction on (ledger or in-band), the same law holds, and the input is untouched."""
+    """With compaction on (ledger or in-band), the same law holds (an in-band ask may use half
+    the margin between the limit and the window), and the input is untouched."""
     before = json.dumps(history)
     session = ContextSession(
         window,
@@ -133,7 +134,10 @@ def test_compaction_keeps_every_request_valid_and_within_the_limit(
         prepared = prepare_or_overflow(session)
         if prepared == "overflow":
             break
-        assert counter.count(prepared.messages) <= prepared.max_allowed_size
+        # an in-band ask may go past the limit, by at most half the margin to the window
+        limit = prepared.max_allowed_size
+        ceiling = limit + (window - limit) / 2 if prepared.summary_requested else limit
+        assert counter.count(prepared.messages) <= ceiling
         broken = [v for v in validate_messages(prepared.messages) if v.rule in GUARANTEED]
         assert broken == []
         session.record_usage(TokenUsage(tokens_in=counter.count(prepared.messages), tokens_out=5))

@@ -116,10 +116,29 @@ def test_a_request_at_the_limit_is_sent_as_it_is(total: int, shrunk: bool) -> No
     assert (prepared.estimated_tokens == total) is not shrunk
 
 
-@pytest.mark.parametrize(("total", "asks"), [(6_800, False), (6_801, True)])
-def test_an_in_band_ask_is_made_past_the_share_of_the_limit(total: int, asks: bool) -> None:
-    """85 % of the 8,000-token limit is 6,800: a request of exactly that does not ask."""
+@pytest.mark.parametrize(
+    ("total", "asks", "shrunk"),
+    [
+        (6_400, False, False),
+        (6_401, True, False),
+        (8_000, True, False),
+        # past the limit, the ask (and its 376-token instruction) may take half the margin to
+        # the 10,000-token window: 9,000 tokens; one token more and the pre-flight folds
+        (8_624, True, False),
+        (8_625, False, True),
+    ],
+)
+def test_an_in_band_ask_is_made_past_the_share_of_the_limit(
+    total: int, asks: bool, shrunk: bool
+) -> None:
+    """80 % of the 8,000-token limit is 6,400: a request of exactly that does not ask; past
+    the limit it still asks while the ask fits under its ceiling."""
     keeper = session(10_000, summarize="in-band", keep_recent_tokens=100, mask_keep_recent=None)
     keeper.extend(_sized(total))
     prepared = keeper.prepare()
-    assert (prepared.summary_requested, prepared.preflight_acted) == (asks, False)
+    assert (prepared.summary_requested, prepared.preflight_acted) == (asks, shrunk)
+    if asks:
+        assert prepared.actions == ()
+        assert prepared.estimated_tokens == total + 376
+    else:
+        assert [action.step for action in prepared.actions] == (["summarize"] if shrunk else [])

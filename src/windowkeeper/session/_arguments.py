@@ -157,7 +157,7 @@ def shrink_steps(
         return checked, None
     if in_band_at is not None and not step.in_band:
         raise ConfigurationError("in_band_at plays no part without summarize='in-band'")
-    at = share("in_band_at", in_band_at) if in_band_at is not None else 0.85
+    at = share("in_band_at", in_band_at) if in_band_at is not None else 0.8
     from ._compaction import Compaction  # noqa: PLC0415
 
     return checked, Compaction(step, in_band_at=at)

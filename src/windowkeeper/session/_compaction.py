@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from ..core._messages import Message, SystemPrompt
 from ..core._truncation import visible_start
+from ..core._window import ContextWindowInfo
 from ._state import Fold, SessionState
 from ._summary import continuation, summary_instruction, with_instruction
 from .steps import REFOLD, Action, SummarizeTurns, fold_point
@@ -49,6 +50,16 @@ _BUDGET_SHARE = (
 # it on part of the corpus and reported it on the rest).
 _KEEP_SHARE = 0.0
 _MIN_ROOM_SHARE = 0.1  # the room is taken as at least this share of the limit
+# Of the margin the limit leaves below the window, the share an in-band ask may use: a request
+# that jumped past the limit is still asked for a summary (as the original's auto-condense
+# asks on the request over its limit) when the ask stays this far into the margin; the rest
+# is left for the summary it is answered with and for the estimate's error.
+_ASK_MARGIN_SHARE = 0.5
+# Whether an in-band fold with no verbatim tail asked for takes the turn the ask was made on as
+# well: the model wrote its summary with that turn in view, so the continuation after messages
+# 0-1 is all the next request needs (a pre-flight fold keeps the newest turn, which its
+# summary never saw).
+_FOLD_ASKED_TURN = True
 _MIN_BUDGET_CHARS = 1_200
 
 
@@ -111,7 +122,7 @@ class Compaction:
 
     __slots__ = ("_head", "_head_key", "in_band_at", "step")
 
-    def __init__(self, step: SummarizeTurns, *, in_band_at: float = 0.85) -> None:
+    def __init__(self, step: SummarizeTurns, *, in_band_at: float = 0.8) -> None:
         self.step = step
         self.in_band_at = in_band_at
         self._head = 0  # memo: the tokens of the request's fixed head (see configure)
@@ -257,6 +268,14 @@ class Compaction:
 
     # -- in-band ---------------------------------------------------------------------------
 
+    @staticmethod
+    def ask_ceiling(window: ContextWindowInfo) -> float:
+        """The largest in-band ask: the limit and :data:`_ASK_MARGIN_SHARE` of the margin
+        between it and the window (the rest of the margin is left for the summary it is
+        answered with and for the estimate's error)."""
+        limit = window.max_allowed_size
+        return limit + max(window.context_window - limit, 0) * _ASK_MARGIN_SHARE
+
     def ask(
         self,
         state: SessionState,
@@ -265,9 +284,10 @@ class Compaction:
         messages: list[Message],
         history_length: int,
         estimate: Callable[[list[Message]], int],
-        limit: float,
+        ceiling: float,
     ) -> tuple[SessionState, list[Message], int] | None:
-        """The request with the summary instruction on its last user message, if it fits.
+        """The request with the summary instruction on its last user message, if it is no
+        larger than ``ceiling`` (:meth:`ask_ceiling`).
 
         Everything before the instruction is the request as it would be sent, so the provider
         reads it from its cache; the fold point is decided now and kept with the request.
@@ -288,7 +308,7 @@ class Compaction:
             return None  # too little new to pay for a summary: the pre-flight refolds later
         asked = with_instruction(messages, summary_instruction(fold.text if fold else None))
         size = estimate(asked)
-        if size > limit:
+        if size > ceiling:
             return None
         return state.with_compaction(pending=(point, history_length)), asked, size
 
@@ -298,7 +318,9 @@ class Compaction:
         """After an in-band request: fold with the reply the caller appended, if it is a summary.
 
         The reply must be an assistant message of text only; it is then the summary, and is
-        never sent again. An empty reply is never sent either. Anything else (a tool call, the
+        never sent again. With no verbatim tail asked for, the fold takes the turn the ask was
+        made on too (see :data:`_FOLD_ASKED_TURN`): the next request is messages 0-1 and the
+        continuation. An empty reply is never sent either. Anything else (a tool call, the
         user speaking first) is the model's normal turn: the ask is dropped and counted as
         declined, and after two in a row no more are made until the next fold.
         """
@@ -326,6 +348,8 @@ class Compaction:
                 else " asked again later"
             )
             return state, Action("summary-declined", reason=f"{what} to the in-band ask:{more}")
+        if _FOLD_ASKED_TURN and self.step.keep <= 0:
+            point = length
         if current is not None and current[1] >= point - 1:
             return state, None
         start = visible_start(current)

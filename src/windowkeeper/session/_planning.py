@@ -98,8 +98,29 @@ def plan_request(
     log.range_changed = decision.range_changed
     messages = requests.visible(decision.messages, state)
     estimate = requests.estimate(messages, system, tools, reserve)
+    # asks: an in-band summary asked for on the request itself, past ``in_band_at`` of the
+    # limit, even past the limit while the ask stays under its ceiling (then nothing shrinks:
+    # the summary's fold follows on the next request)
+    requested = False
+    if (
+        compaction is not None
+        and compaction.in_band
+        and estimate > limit * compaction.in_band_at
+        and compaction.may_summarize(state)
+    ):
+        asked = compaction.ask(
+            state,
+            view=view,
+            messages=messages,
+            history_length=len(history),
+            estimate=lambda request: requests.estimate(request, system, tools, reserve),
+            ceiling=compaction.ask_ceiling(window),
+        )
+        if asked is not None:
+            state, messages, estimate = asked
+            requested = True
     # steps: the pre-flight shrinks a request over the limit, or refuses it
-    acted = estimate > limit
+    acted = not requested and estimate > limit
     if acted:
         draft, shrunk = shrinker.shrink(
             history,
@@ -116,23 +137,4 @@ def plan_request(
         log.shrunk(shrunk)
         check_fits(draft.estimate, reserve, window)
         state, messages, estimate = draft.state, draft.messages, draft.estimate
-    requested = False
-    if (
-        compaction is not None
-        and compaction.in_band
-        and not acted
-        and estimate > limit * compaction.in_band_at
-        and compaction.may_summarize(state)
-    ):
-        asked = compaction.ask(
-            state,
-            view=view,
-            messages=messages,
-            history_length=len(history),
-            estimate=lambda request: requests.estimate(request, system, tools, reserve),
-            limit=limit,
-        )
-        if asked is not None:
-            state, messages, estimate = asked
-            requested = True
     return Plan(state, messages, estimate, acted=acted, requested=requested, stale=decision.stale)

@@ -104,7 +104,8 @@ class ContextSession(SessionKeeping):
     turns, clipping; ``mask_keep_recent`` then plays no part), each reported in
     ``Prepared.actions``;
     ``summarize`` turns compaction on (``True``: the ledger alone; ``"in-band"``: the model is
-    asked on the request itself once it passes ``in_band_at`` of the limit; a summarizer
+    asked on the request itself once it passes ``in_band_at`` of the limit, or past the limit
+    while the ask takes at most half the margin between the limit and the window; a summarizer
     callable, sync or async, for out-of-band summaries): it is sugar for a
     :class:`~windowkeeper.session.steps.SummarizeTurns` step, which ``steps`` may hold instead;
     ``keep_recent_tokens`` is the verbatim tail a fold keeps beside the newest turn, always kept
