@@ -229,6 +229,48 @@ class TestFoldsThatFit:
         with pytest.raises(ContextOverflowError):
             session.prepare()
 
+    @pytest.mark.parametrize("shape", ["anthropic", "openai"])
+    def test_no_summary_is_asked_for_where_no_fold_can_fit(self, shape: str) -> None:
+        # Messages 0-1 alone are over the limit (a Codex task at 8k): every request is refused,
+        # as by the default mode, and the summarizer is never called (it was, on every one).
+        calls: list[Any] = []
+
+        def summarizer(request: Any) -> str:
+            calls.append(request)
+            return "Summary: read the modules."
+
+        session = _session(6_000, summarize=summarizer, max_output_tokens=300, format=shape)
+        messages = [{"role": "user", "content": "Refactor the parser. " + "Context. " * 3_000}]
+        for turn in range(6):
+            messages += _call(turn, 600)
+        refused = 0
+        for message in messages:
+            session.extend(from_anthropic([message]) if shape == "openai" else [message])
+            if message["role"] == "user" and len(session.history) > 2:
+                with pytest.raises(ContextOverflowError):
+                    session.prepare()
+                refused += 1
+        assert refused == 6
+        assert calls == []
+
+    def test_a_fold_that_fits_once_the_newest_result_is_clipped_gets_its_summary(self) -> None:
+        session = _session(
+            6_000,
+            summarize=lambda request: "Summary: read the modules.",
+            max_output_tokens=300,
+            max_result_share=None,
+        )
+        session.append(TASK)
+        for turn in range(3):
+            session.extend(_call(turn, 1_000))
+            assert _steps(session.prepare()) == []
+        session.extend(_call(3, 60_000))  # the fold alone does not fit: the result is clipped
+        request = session.prepare()
+        assert _steps(request) == ["summarize", "clip-blocks", "clip-blocks"]
+        assert "Summary: read the modules." in json.dumps(request.messages)
+        assert validate_messages(request.messages) == []
+        assert true_tokens(request.messages) + 300 <= request.max_allowed_size
+
 
 class TestPauseAndResume:
     """Two folds in a row that free little pause summarizing; growth of the history resumes it."""

@@ -257,8 +257,10 @@ class Draft:
 
     def size_with(self, state: SessionState) -> int:
         """What the request would measure with ``state`` instead (nothing is changed): for a
-        step that weighs its options before it acts."""
-        return self._measure(self.view, state)[1]
+        step that weighs its options before it acts. Clips other than the draft's own are
+        rendered for it (a clip changes the view)."""
+        view = self.view if state.clips == self.state.clips else self._view_of(state)
+        return self._measure(view, state)[1]
 
     def fingerprint(self) -> tuple[object, ...]:
         """What an action must change: the range, the clips, the store or the estimate."""

@@ -15,10 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..._errors import ConfigurationError
+from ..._record import replace
 from ...core._incremental import Seen
 from ...core._messages import Message, SystemPrompt
 from ...core._truncation import Keep, keep_for, next_range, visible_start
 from ...core._usage import TokenUsage
+from .._clipping import MIN_KEPT_CHARS, Clip, clippable_blocks
 from .._ledger import Ledger, LedgerBuilder
 from .._state import Fold
 from .._summary import (
@@ -259,7 +261,14 @@ class SummarizeTurns:
             kept = draft.previous_summary
             draft.fold((2, point - 1), self._fitted(kept, ledger, excess), kept)
             return Action(REFOLD, messages=hidden, deleted_range=(2, point - 1))
-        summary = self._summary(folded, draft.continuation, ledger)
+        if self.summarizer is not None and self._smallest_fold(draft, ledger) > draft.limit:
+            # Messages 0-1 and the newest turn, clipped as far as they go, are over the limit:
+            # the request is refused whatever the summary says, so none is asked for (it was,
+            # on every prepare() of such a task).
+            summary = None
+            self.failure = "even the smallest fold is over the limit: no summary asked for"
+        else:
+            summary = self._summary(folded, draft.continuation, ledger)
         if summary is None:  # no new summary (none asked for here, or none came): keep the last
             summary = draft.previous_summary
         draft.fold((2, point - 1), self._fitted(summary, ledger, excess), summary)
@@ -295,6 +304,25 @@ class SummarizeTurns:
             return text
         budget = max(shortest_continuation(ledger), len(text) - excess * 3)
         return continuation(None, ledger, max_chars=budget) if budget < len(text) else text
+
+    def _smallest_fold(self, draft: Draft, ledger: Ledger) -> int:
+        """A lower bound of what any fold of ``draft`` sends: every turn before the newest one
+        folded into the shortest continuation of ``ledger``, and each block the clipping step
+        may cut in that turn cut as far as it goes (messages 0-1 are never cut)."""
+        newest = newest_turn(draft.view)
+        current = draft.deleted_range
+        end = newest.start - 1
+        if end < 2 or (current is not None and current[1] >= end):
+            return 0  # no fold can hide more: nothing to tell
+        text = continuation(None, ledger, max_chars=shortest_continuation(ledger))
+        state = draft.state.hiding((2, end)).with_compaction(fold=Fold(end, text, None))
+        clips = tuple(
+            Clip(index, block_index, MIN_KEPT_CHARS)
+            for index in newest
+            for block_index, _ in clippable_blocks(draft.history[index])
+        )
+        kept = tuple(clip for clip in state.clips if clip.message_index < newest.start)
+        return draft.size_with(replace(state, clips=(*kept, *clips)) if clips else state)
 
     def _as_small_as_truncation(self, draft: Draft, point: int) -> tuple[int, int]:
         """``point``, or a later cut so the fold sends no more than plain truncation would;
