@@ -33,7 +33,7 @@ from . import (
     make_anthropic_double,  # noqa: F401 - a fixture, used by name
     openai_api,
 )
-from ._server import _flatten_union, _is_object_type, _unwrap, object_fields
+from ._server import _flatten_union, _is_object_type, _unwrap, digest, object_fields
 
 MODEL = "claude-sonnet-4-5"
 AGENT = CodingAgent(turns=3)
@@ -158,6 +158,11 @@ def test_the_token_count_is_the_documented_rule() -> None:
     image = {"type": "base64", "media_type": "image/png", "data": "A" * 100_000}
     empty = len('{"type":"base64","media_type":"image/png","data":""}')
     assert count(image) == -(-empty * 2 // 7) + IMAGE_TOKENS
+    signed = {"type": "thinking", "thinking": "hmm", "signature": "S" * 10_000}
+    assert count(signed) == count({"type": "thinking", "thinking": "hmm"})
+    assert digest(signed) != digest({**signed, "signature": "T" * 10_000})
+    text = {"type": "text", "text": "hmm", "signature": "S" * 70}
+    assert count(text) == 33  # 113 bytes: only a thinking block's signature is left out
 
 
 # --------------------------------------------------------------------------------------------
