@@ -207,6 +207,32 @@ class TestStream:
         transcript = parse_openhands_v1([system, _user("go")])
         assert transcript.tools == (expected,)
 
+    def test_the_latest_system_prompt_update_wins(self) -> None:
+        """A restore with other tools appends a SystemPromptUpdateEvent: the SDK sends only
+        the latest prompt and tools, and the event is not reported as unknown."""
+        system = {
+            "id": "s",
+            "source": "agent",
+            "kind": "SystemPromptEvent",
+            "system_prompt": {"type": "text", "text": "You code."},
+            "tools": [{"name": "terminal", "parameters": {"type": "object"}}],
+        }
+        update = {
+            "id": "u",
+            "source": "agent",
+            "kind": "SystemPromptUpdateEvent",
+            "system_prompt": {"type": "text", "text": "You code and browse."},
+            "tools": [{"name": "browser", "parameters": {"type": "object"}}],
+            "reason": "tools_and_system_prompt_changed",
+        }
+        events = [system, _user("go"), _action("c1", "r1"), _observation("c1"), update]
+        transcript = parse_openhands_v1([*events, _user("next")])
+        assert transcript.system == "You code and browse."
+        assert transcript.tools == ({"name": "browser", "input_schema": {"type": "object"}},)
+        assert transcript.unknown == ()
+        assert _roles(transcript.messages) == ["user", "assistant", "user"]
+        assert transcript.messages[-1]["content"][-1] == {"type": "text", "text": "next"}
+
     def test_a_tool_without_name_or_title_is_named(self) -> None:
         """Neither key: the error names where."""
         system = {

@@ -10,7 +10,9 @@ one event a line. Each event has an ``id``, a ``timestamp``, a ``source`` (``use
 - ``SystemPromptEvent``: ``system_prompt`` (a text content) and ``tools`` (OpenAI function
   definitions, or the SDK's own ``name``/``description``/``parameters``; newer SDKs write
   ``title``, ``description``, ``kind``, ``action_type`` and no ``name`` nor ``parameters``:
-  the name is the ``title``, the schema an empty object's);
+  the name is the ``title``, the schema an empty object's); a later
+  ``SystemPromptUpdateEvent`` (same fields, and a ``reason``: the conversation was restored
+  with other tools or another prompt) replaces both, as the SDK sends only the latest;
 - ``MessageEvent``: ``llm_message`` (``role``, ``content`` of ``text`` and ``image`` parts with
   ``image_urls``), plus ``extended_content`` the agent added (skills, context) after it;
 - ``ActionEvent``: one tool call of a model response: ``thought`` (text parts; the response's
@@ -84,6 +86,7 @@ FORMAT = "openhands"
 _RESULTS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 _CONVERSATION = _RESULTS | {
     "SystemPromptEvent",
+    "SystemPromptUpdateEvent",
     "MessageEvent",
     "ActionEvent",
     "Condensation",
@@ -226,7 +229,7 @@ class _Reader:
             return
         self.response = None
         self.builder.end_response()
-        if event_kind == "SystemPromptEvent":
+        if event_kind in ("SystemPromptEvent", "SystemPromptUpdateEvent"):
             self._system(event, where)
         elif event_kind == "MessageEvent":
             self._message(event, where)
