@@ -1,0 +1,158 @@
+"""Replay transcripts you have (any format the readers know) and judge every request strictly.
+
+Run with ``.venv/bin/python bench/replay_transcripts.py PATH... [--windows 8000,32000,128000]``.
+Nothing is bundled: give it real files (a Claude Code ``.jsonl``, a Codex rollout, a Gemini CLI
+recording, an OpenHands folder, ...). Each is read with ``read_transcript`` and fed to a
+``ContextSession`` request by request (one request before each model response), at every
+window, in the Anthropic shape and in the OpenAI shape (the transcript converted with
+``from_anthropic``), in the default mode, ledger-only compaction (``summarize=True``) and
+out-of-band compaction with a fixed summarizer. Every request is judged by the strict API
+doubles of ``tests/doubles`` (tools defined from the names called so far). A row per file,
+window, shape and mode; exit 1 when any request raised something other than
+``ContextOverflowError``, was rejected, or was refused in a compaction mode where the default
+mode sent it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _doubles import StrictDouble
+from windowkeeper import ContextOverflowError, ContextSession
+from windowkeeper.core._messages import Message
+from windowkeeper.formats.openai import from_anthropic
+from windowkeeper.transcripts._detect import read_transcript
+
+WINDOWS = (8_000, 32_000, 128_000)
+SHAPES = ("anthropic", "openai")
+MODES = ("default", "ledger", "out-of-band")
+_SUMMARY = "Summary of the work so far: what was read, edited and run; the next step is to go on."
+
+
+@dataclass
+class Row:
+    """What one replay saw."""
+
+    requests: int = 0
+    refused: set[int] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
+    summaries: int = 0
+
+
+def _openai_judge() -> Callable[[Sequence[Message]], list[str]]:
+    tests = Path(__file__).resolve().parent.parent / "tests"
+    if str(tests) not in sys.path:
+        sys.path.insert(0, str(tests))
+    from doubles.openai_api import OpenAIDouble
+
+    double = OpenAIDouble(window=10**12)  # size is the session's to judge, not the double's
+    tools: dict[str, dict[str, Any]] = {}
+
+    def judge(messages: Sequence[Message]) -> list[str]:
+        for message in messages:
+            for call in message.get("tool_calls") or ():
+                name = str(call.get("function", {}).get("name"))
+                tools.setdefault(
+                    name, {"type": "function", "function": {"name": name, "parameters": {}}}
+                )
+        body: dict[str, Any] = {"model": "gpt-4o", "messages": copy.deepcopy(list(messages))}
+        if tools:
+            body["tools"] = list(tools.values())
+        return [problem.message for problem in double.problems(body)]
+
+    return judge
+
+
+def _before_response(messages: Sequence[Message], index: int) -> bool:
+    """Whether a request is made before ``messages[index]``: the first of a model response."""
+    return (
+        index > 0
+        and messages[index]["role"] == "assistant"
+        and messages[index - 1]["role"] != "assistant"
+    )
+
+
+def replay(history: Sequence[Message], system: Any, window: int, shape: str, mode: str) -> Row:
+    """Feed ``history`` (Anthropic-shaped) to a session and judge each request it prepares."""
+    row = Row()
+
+    def summarize(request: object) -> str:
+        row.summaries += 1
+        return _SUMMARY
+
+    messages = list(history) if shape == "anthropic" else from_anthropic(history)
+    options: dict[str, Any] = {}
+    if mode != "default":
+        options["summarize"] = True if mode == "ledger" else summarize
+    session = ContextSession(window, format=shape, **options)
+    strict = StrictDouble(system, history)
+    judge = strict.problems if shape == "anthropic" else _openai_judge()
+    for index, message in enumerate(messages):
+        if _before_response(messages, index):
+            row.requests += 1
+            try:
+                prepared = session.prepare()
+            except ContextOverflowError:
+                row.refused.add(index)
+            else:
+                rejected = judge(prepared.messages)
+                if rejected:
+                    row.problems.append(f"request before message {index}: {rejected[:3]}")
+        session.append(message)
+    return row
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("paths", nargs="+", type=Path, help="transcript files or folders")
+    parser.add_argument("--windows", help="comma-separated context windows (default 8k,32k,128k)")
+    options = parser.parse_args(argv)
+    windows = tuple(int(w) for w in options.windows.split(",")) if options.windows else WINDOWS
+    failed = False
+    print(
+        "| file | window | shape | mode | requests | refused | worse than default |"
+        " rejected | summaries |"
+    )
+    print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for path in options.paths:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the readers' repairs are listed by `inspect`
+            transcript = read_transcript(path)
+        for window in windows:
+            for shape in SHAPES:
+                default: set[int] | None = None
+                for mode in MODES:
+                    try:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            row = replay(
+                                transcript.messages, transcript.system, window, shape, mode
+                            )
+                    except Exception:  # a traceback is a finding: report it, go on
+                        failed = True
+                        print(f"{path} {window} {shape} {mode}: raised")
+                        traceback.print_exc()
+                        continue
+                    default = row.refused if default is None else default
+                    worse = len(row.refused - default)
+                    failed |= bool(worse or row.problems)
+                    print(
+                        f"| {path.name} | {window} | {shape} | {mode} | {row.requests}"
+                        f" | {len(row.refused)} | {worse} | {len(row.problems)}"
+                        f" | {row.summaries} |"
+                    )
+                    for problem in row.problems[:3]:
+                        print(f"  rejected: {problem}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
