@@ -16,19 +16,19 @@ mode sent it.
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _doubles import StrictDouble
+from _doubles import StrictDouble, StrictOpenAIDouble
 from windowkeeper import ContextOverflowError, ContextSession
 from windowkeeper.core._messages import Message
 from windowkeeper.formats.openai import from_anthropic
+from windowkeeper.tools._replay import request_points
 from windowkeeper.transcripts._detect import read_transcript
 
 WINDOWS = (8_000, 32_000, 128_000)
@@ -47,39 +47,6 @@ class Row:
     summaries: int = 0
 
 
-def _openai_judge() -> Callable[[Sequence[Message]], list[str]]:
-    tests = Path(__file__).resolve().parent.parent / "tests"
-    if str(tests) not in sys.path:
-        sys.path.insert(0, str(tests))
-    from doubles.openai_api import OpenAIDouble
-
-    double = OpenAIDouble(window=10**12)  # size is the session's to judge, not the double's
-    tools: dict[str, dict[str, Any]] = {}
-
-    def judge(messages: Sequence[Message]) -> list[str]:
-        for message in messages:
-            for call in message.get("tool_calls") or ():
-                name = str(call.get("function", {}).get("name"))
-                tools.setdefault(
-                    name, {"type": "function", "function": {"name": name, "parameters": {}}}
-                )
-        body: dict[str, Any] = {"model": "gpt-4o", "messages": copy.deepcopy(list(messages))}
-        if tools:
-            body["tools"] = list(tools.values())
-        return [problem.message for problem in double.problems(body)]
-
-    return judge
-
-
-def _before_response(messages: Sequence[Message], index: int) -> bool:
-    """Whether a request is made before ``messages[index]``: the first of a model response."""
-    return (
-        index > 0
-        and messages[index]["role"] == "assistant"
-        and messages[index - 1]["role"] != "assistant"
-    )
-
-
 def replay(history: Sequence[Message], system: Any, window: int, shape: str, mode: str) -> Row:
     """Feed ``history`` (Anthropic-shaped) to a session and judge each request it prepares."""
     row = Row()
@@ -93,17 +60,17 @@ def replay(history: Sequence[Message], system: Any, window: int, shape: str, mod
     if mode != "default":
         options["summarize"] = True if mode == "ledger" else summarize
     session = ContextSession(window, format=shape, **options)
-    strict = StrictDouble(system, history)
-    judge = strict.problems if shape == "anthropic" else _openai_judge()
+    strict = StrictDouble(system, history) if shape == "anthropic" else StrictOpenAIDouble()
+    requests = set(request_points(messages))
     for index, message in enumerate(messages):
-        if _before_response(messages, index):
+        if index in requests:
             row.requests += 1
             try:
                 prepared = session.prepare()
             except ContextOverflowError:
                 row.refused.add(index)
             else:
-                rejected = judge(prepared.messages)
+                rejected = strict.problems(prepared.messages)
                 if rejected:
                     row.problems.append(f"request before message {index}: {rejected[:3]}")
         session.append(message)

@@ -321,6 +321,7 @@ class TokenCount:
 
 
 _MARKER_KEYS = frozenset({"cache_control", "prompt_cache_breakpoint"})
+_UNCOUNTED_IN_THINKING = _MARKER_KEYS | {"signature"}
 
 
 def _content_view(value: object, images: list[int], *, counting: bool = False) -> object:
@@ -346,9 +347,8 @@ def _content_view(value: object, images: list[int], *, counting: bool = False) -
         if isinstance(url, str) and url.startswith("data:"):
             images[0] += 1
             return {**value, "image_url": {**value["image_url"], "url": ""}}
-    dropped = _MARKER_KEYS
-    if counting and value.get("type") == "thinking":
-        dropped = _MARKER_KEYS | {"signature"}
+    thinking = counting and value.get("type") == "thinking"
+    dropped = _UNCOUNTED_IN_THINKING if thinking else _MARKER_KEYS
     return {
         k: _content_view(v, images, counting=counting) for k, v in value.items() if k not in dropped
     }

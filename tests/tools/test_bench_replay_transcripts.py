@@ -9,7 +9,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "bench"))
 
-from replay_transcripts import _openai_judge, main
+from _doubles import StrictOpenAIDouble
+from replay_transcripts import main
 
 FIXTURES = Path(__file__).resolve().parent.parent / "transcripts" / "fixtures"
 
@@ -33,7 +34,7 @@ def test_the_same_requests_in_every_shape_and_mode(capsys: pytest.CaptureFixture
 
 def test_the_openai_judge_rejects_an_unanswered_call() -> None:
     """The judge is the strict double: a tool call with no tool message after it is refused."""
-    judge = _openai_judge()
+    judge = StrictOpenAIDouble().problems
     call = {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
     messages = [
         {"role": "user", "content": "go"},

@@ -64,6 +64,18 @@ def _observation(call_id: str, text: str = "ok") -> dict[str, Any]:
     }
 
 
+def _prompt(kind: str, text: str, tools: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    """A SystemPromptEvent (or its update) with ``text`` and ``tools``."""
+    return {
+        "id": kind,
+        "source": "agent",
+        "kind": kind,
+        "system_prompt": {"type": "text", "text": text},
+        "tools": tools,
+        **extra,
+    }
+
+
 def _user(text: str) -> dict[str, Any]:
     content = [{"type": "text", "text": text}]
     return {
@@ -197,34 +209,20 @@ class TestStream:
     )
     def test_sdk_tool_definitions(self, tool: dict[str, Any], expected: dict[str, Any]) -> None:
         """A system prompt event's tools in the SDK's shapes become Anthropic definitions."""
-        system = {
-            "id": "s",
-            "source": "agent",
-            "kind": "SystemPromptEvent",
-            "system_prompt": {"type": "text", "text": "You code."},
-            "tools": [tool],
-        }
+        system = _prompt("SystemPromptEvent", "You code.", [tool])
         transcript = parse_openhands_v1([system, _user("go")])
         assert transcript.tools == (expected,)
 
     def test_the_latest_system_prompt_update_wins(self) -> None:
         """A restore with other tools appends a SystemPromptUpdateEvent: the SDK sends only
         the latest prompt and tools, and the event is not reported as unknown."""
-        system = {
-            "id": "s",
-            "source": "agent",
-            "kind": "SystemPromptEvent",
-            "system_prompt": {"type": "text", "text": "You code."},
-            "tools": [{"name": "terminal", "parameters": {"type": "object"}}],
-        }
-        update = {
-            "id": "u",
-            "source": "agent",
-            "kind": "SystemPromptUpdateEvent",
-            "system_prompt": {"type": "text", "text": "You code and browse."},
-            "tools": [{"name": "browser", "parameters": {"type": "object"}}],
-            "reason": "tools_and_system_prompt_changed",
-        }
+        terminal = {"name": "terminal", "parameters": {"type": "object"}}
+        system = _prompt("SystemPromptEvent", "You code.", [terminal])
+        browser = {"name": "browser", "parameters": {"type": "object"}}
+        reason = "tools_and_system_prompt_changed"
+        update = _prompt(
+            "SystemPromptUpdateEvent", "You code and browse.", [browser], reason=reason
+        )
         events = [system, _user("go"), _action("c1", "r1"), _observation("c1"), update]
         transcript = parse_openhands_v1([*events, _user("next")])
         assert transcript.system == "You code and browse."
@@ -235,13 +233,7 @@ class TestStream:
 
     def test_a_tool_without_name_or_title_is_named(self) -> None:
         """Neither key: the error names where."""
-        system = {
-            "id": "s",
-            "source": "agent",
-            "kind": "SystemPromptEvent",
-            "system_prompt": {"type": "text", "text": "You code."},
-            "tools": [{"description": "Nameless."}],
-        }
+        system = _prompt("SystemPromptEvent", "You code.", [{"description": "Nameless."}])
         with pytest.raises(TaskFolderError, match=r"\[0\]\.tools\[0\]\.name: expected a string"):
             parse_openhands_v1([system, _user("go")])
 
