@@ -348,6 +348,20 @@ def text_block(text: str) -> Message:
     return {"type": "text", "text": text}
 
 
+def signed_thinking(thinking: str, signature: str | None) -> Message | None:
+    """A thinking block as the agent sent it back, or None when it has no signature.
+
+    Only Anthropic signs its thinking, and it refuses every request that carries a thinking
+    block without a valid signature. An agent behind a gateway to another model (Claude Code on
+    GLM or DeepSeek, LiteLLM in OpenHands) records that model's reasoning as thinking with an
+    empty or absent signature: reasoning, not conversation, so it is left out, as Gemini CLI's
+    thought parts are.
+    """
+    if not signature:
+        return None
+    return {"type": "thinking", "thinking": thinking, "signature": signature}
+
+
 def image_from_url(url: str) -> Message:
     """An Anthropic image block for an image URL: a base64 source for a data URL, else a url one."""
     match = _DATA_URL.fullmatch(url)

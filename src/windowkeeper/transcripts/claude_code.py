@@ -55,7 +55,9 @@ Mapping rules:
   ``isApiErrorMessage`` are error notices Claude Code showed, not model output. Empty and
   blank text blocks are dropped (the API refuses a text of only whitespace, so Claude Code never
   sends the ``"\n\n"`` text it records before a response's thinking), and a message left empty
-  with them. Block types other than ``text``,
+  with them. A thinking block with an empty or absent signature (Claude Code on another
+  model through a gateway, e.g. GLM) is that model's reasoning, which no Anthropic request can
+  carry: it is dropped, and a message left empty with it. Block types other than ``text``,
   ``image``, ``document``, ``thinking``, ``redacted_thinking``, ``tool_use`` and ``tool_result``
   (e.g. ``server_tool_use``), and record types not listed above, are dropped and reported in
   ``Transcript.unknown``; ``tool_reference`` blocks of a tool result (the tools a ToolSearch
@@ -99,6 +101,7 @@ from ._common import (
     kind,
     ordered_results,
     read_text,
+    signed_thinking,
     text_block,
 )
 
@@ -420,13 +423,9 @@ class _Reader:
         if block_type == "tool_result" and role == "user":
             return self._tool_result(block, where)
         if block_type == "thinking" and role == "assistant":
-            thinking: Message = {
-                "type": "thinking",
-                "thinking": _field(block, "thinking", str, where),
-            }
-            if "signature" in block:
-                thinking["signature"] = _field(block, "signature", str, where)
-            return thinking
+            text = _field(block, "thinking", str, where)
+            signature = _field(block, "signature", str, where) if "signature" in block else None
+            return signed_thinking(text, signature)
         if block_type == "redacted_thinking" and role == "assistant":
             return {"type": "redacted_thinking", "data": _field(block, "data", str, where)}
         if block_type in ("image", "document"):

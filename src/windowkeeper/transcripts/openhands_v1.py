@@ -37,8 +37,9 @@ Mapping rules follow the SDK's ``View`` and ``LLMConvertibleEvent.events_to_mess
   forgot are dropped and the latest summary is a user message at its ``summary_offset`` among
   the events kept, what the agent sent afterwards. With ``compaction="keep"`` every event is kept
   and each summary is a user message where the condensation happened.
-- **Dropped.** Bookkeeping events, and event kinds not known here (reported in
-  ``Transcript.unknown``).
+- **Dropped.** Bookkeeping events, event kinds not known here (reported in
+  ``Transcript.unknown``), and thinking blocks without a signature (another model's reasoning
+  through LiteLLM: no Anthropic request can carry them).
 
 Usage: the events record none per request (the SDK keeps totals in its state), so
 ``requests`` is empty; ``model`` is ``base_state.json``'s when the folder is read.
@@ -68,6 +69,7 @@ from ._common import (
     loads,
     mapping,
     read_text,
+    signed_thinking,
     string,
     text_block,
     tool_result,
@@ -392,13 +394,11 @@ def _thinking(block: Any, where: str) -> Message | None:
     part = mapping(block, where, MalformedMessageError)
     if part.get("type") == "redacted_thinking":
         return {"type": "redacted_thinking", "data": string(part.get("data"), f"{where}.data")}
-    thinking: Message = {
-        "type": "thinking",
-        "thinking": string(part.get("thinking"), f"{where}.thinking", MalformedMessageError),
-    }
-    if part.get("signature") is not None:
-        thinking["signature"] = string(part.get("signature"), f"{where}.signature")
-    return thinking
+    text = string(part.get("thinking"), f"{where}.thinking", MalformedMessageError)
+    signature = part.get("signature")
+    return signed_thinking(
+        text, None if signature is None else string(signature, f"{where}.signature")
+    )
 
 
 def _tool(tool: Any, where: str) -> dict[str, Any]:
