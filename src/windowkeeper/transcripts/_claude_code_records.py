@@ -3,6 +3,7 @@ the conversation (see transcripts.claude_code)."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,25 @@ __all__: list[str] = []  # its names are transcripts.claude_code's own
 
 _MESSAGE_TYPES = frozenset({"user", "assistant"})
 _SYNTHETIC_MODEL = "<synthetic>"
+
+_KNOWN_TYPES = _MESSAGE_TYPES | {
+    "summary",
+    "system",
+    "file-history-snapshot",
+    "queue-operation",
+    "custom-title",
+    "progress",
+    # session metadata of Claude Code 2.1.x, none of it sent to the model
+    "permission-mode",
+    "mode",
+    "last-prompt",
+    "agent-name",
+    "ai-title",
+    "pr-link",
+    "tag",
+    "worktree-state",
+    "cost-state",
+}
 
 
 @dataclass(slots=True, eq=False)
@@ -81,20 +101,40 @@ def _record(line: int, data: dict[str, Any], name: str) -> _Record:
 
 
 def _main_line(
-    leaf: _Record | None, by_uuid: dict[str, _Record], compaction: Compaction
+    leaf: _Record | None,
+    by_uuid: dict[str, _Record],
+    compaction: Compaction,
+    joins: list[tuple[_Record, _Record]] | None = None,
 ) -> list[_Record]:
-    """The chain from ``leaf`` back to its root, in conversation order."""
+    """The chain from ``leaf`` back to its root, in conversation order.
+
+    A ``parentUuid`` the file does not hold, on a record written after others of the chain's
+    kind, is a record Claude Code (or a copy of the file) lost, not the start of the
+    conversation: the live request its usage measured held what came before. The chain goes on
+    at the record written last before it (``by_uuid`` is in file order), and each such
+    ``(record, joined to)`` is added to ``joins``. Before the file's first record with a uuid
+    the chain stops: a file cut out of a longer session.
+    """
     chain: list[_Record] = []
     seen: set[int] = set()
+    written = list(by_uuid.values())
+    lines = [record.line for record in written]
     node = leaf
-    while node is not None and id(node) not in seen:
+    while node is not None and id(node) not in seen:  # each record is visited once
         seen.add(id(node))
         chain.append(node)
         parent = node.parent
         if parent is None and node.boundary and compaction == "keep":
             logical = node.data.get("logicalParentUuid")
             parent = logical if isinstance(logical, str) else None
-        node = by_uuid.get(parent) if parent is not None else None
+        if parent is None:
+            break
+        child, node = node, by_uuid.get(parent)
+        if node is None:
+            before = bisect_left(lines, child.line)
+            node = written[before - 1] if before else None
+            if node is not None and joins is not None:
+                joins.append((child, node))
     chain.reverse()
     return chain
 

@@ -18,9 +18,13 @@ Mapping rules:
 - **The main line.** The conversation is the chain from the last user or assistant record of
   the file (in file order, i.e. the newest) back through ``parentUuid``; records on other
   branches (abandoned redos, dead ends) are left out. Sidechain records are left out, unless
-  the file holds nothing else: then it is a subagent's own transcript and is read as such. The
-  chain stops at a ``parentUuid`` the file does not hold; tool_results in the first message,
-  which answer calls made before the file begins, are kept as text naming each call. When the newest message sits on a
+  the file holds nothing else: then it is a subagent's own transcript and is read as such. A
+  ``parentUuid`` the file does not hold, on a record written after other records with a uuid,
+  names a record that was lost (a real 2.1.167 session lost the one its task notifications were
+  delivered in): the chain goes on at the record written last before it, with a warning, so
+  the start of the task is not lost. Before the file's first such record the chain stops (a
+  file cut out of a longer session); tool_results in the first message, which answer calls
+  made before the file begins, are kept as text naming each call. When the newest message sits on a
   branch that parted from the last response's at a ``progress`` record (a Claude Code bug: the
   chain forks at progress records), the branch reaching the last response recorded with usage
   is the live one (see :func:`_live_leaf`). ``Transcript.forks`` counts the branch points of
@@ -81,6 +85,7 @@ from .._errors import InvalidUsageError, MalformedMessageError, TaskFolderError
 from ..core._messages import JSONValue, Message
 from ..session._sdk import usage_from_sdk
 from ._claude_code_records import (
+    _KNOWN_TYPES,
     _MESSAGE_TYPES,
     _SYNTHETIC_MODEL,
     _Draft,
@@ -109,24 +114,6 @@ __all__ = ["FORMAT", "looks_like_claude_code", "parse_claude_code", "read_claude
 
 FORMAT = "claude-code"
 
-_KNOWN_TYPES = _MESSAGE_TYPES | {
-    "summary",
-    "system",
-    "file-history-snapshot",
-    "queue-operation",
-    "custom-title",
-    "progress",
-    # session metadata of Claude Code 2.1.x, none of it sent to the model
-    "permission-mode",
-    "mode",
-    "last-prompt",
-    "agent-name",
-    "ai-title",
-    "pr-link",
-    "tag",
-    "worktree-state",
-    "cost-state",
-}
 _RESULT_PARTS = frozenset({"text", "image", "document"})
 
 
@@ -164,7 +151,13 @@ def parse_claude_code(
             by_uuid.setdefault(record.uuid, record)  # a resumed session repeats records
     main = [record for record in main if record.uuid is None or by_uuid[record.uuid] is record]
     leaf = _live_leaf(main, by_uuid)
-    chain = _main_line(leaf, by_uuid, compaction)
+    joins: list[tuple[_Record, _Record]] = []
+    chain = _main_line(leaf, by_uuid, compaction, joins)
+    warnings += (
+        f"{name}:{record.line}: parentUuid {record.parent!r} is not in the file: the"
+        f" conversation goes on at line {joined.line}, the record written before it"
+        for record, joined in joins
+    )
     messages, kept = reader.conversation(chain, main)
     requests, model = reader.requests(kept)
     whole = chain if compaction == "keep" else _main_line(leaf, by_uuid, "keep")
