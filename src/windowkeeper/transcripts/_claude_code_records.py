@@ -97,7 +97,26 @@ def _record(line: int, data: dict[str, Any], name: str) -> _Record:
             raise TaskFolderError(f"{where}: {key}: expected a string, got {kind(value)}")
     if record_type in _MESSAGE_TYPES and uuid is None:
         raise TaskFolderError(f"{where}: uuid: a {record_type} record needs one")
+    prompt = _queued_prompt(data)
+    if prompt is not None and uuid is not None:
+        data = {**data, "type": "user", "message": {"role": "user", "content": prompt}}
+        record_type = "user"
     return _Record(line, data, record_type, uuid, parent, data.get("isSidechain") is True)
+
+
+def _queued_prompt(data: dict[str, Any]) -> Any:
+    """What the user typed while the agent worked, from a ``queued_command`` attachment (None
+    for any other record): Claude Code hands it to the model with the next request, and the
+    model answers it, so it is read as the user's words where it was written."""
+    attachment = data.get("attachment")
+    if data.get("type") != "attachment" or not isinstance(attachment, dict):
+        return None
+    if attachment.get("type") != "queued_command":
+        return None
+    if attachment.get("commandMode", "prompt") != "prompt":
+        return None
+    prompt = attachment.get("prompt")
+    return prompt if isinstance(prompt, str | list) else None
 
 
 def _main_line(
