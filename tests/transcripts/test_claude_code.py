@@ -260,39 +260,6 @@ class TestRecords:
         assert "Side task" not in _texts(transcript)
         assert len(transcript.messages) == 2
 
-    def test_chain_goes_on_past_a_lost_record(self) -> None:
-        """A parentUuid the file does not hold, after records it does: the chain goes on at
-        the record written before it (a lost record, not the start), with a warning."""
-        records = [
-            _record("user", "u1", None, "Task: fix a.py"),
-            _record("assistant", "a1", "u1", [_text("Done.")]),
-            {"type": "system", "subtype": "away_summary", "uuid": "s1", "parentUuid": "a1"},
-            _record("assistant", "a2", "gone", [_text("The tests pass too.")]),
-            _record("user", "u2", "a2", "Thanks"),
-        ]
-        transcript = parse_claude_code(_jsonl(records), name="s.jsonl")
-        assert [m["content"] for m in transcript.messages] == [
-            "Task: fix a.py",
-            [_text("Done.")],
-            [_text("The tests pass too.")],
-            "Thanks",
-        ]
-        assert transcript.warnings == (
-            "s.jsonl:4: parentUuid 'gone' is not in the file: the conversation goes on at"
-            " line 3, the record written before it",
-        )
-
-    def test_chain_stops_at_a_missing_parent_before_the_file(self) -> None:
-        """The file's first record naming a parent it does not hold is where the file starts:
-        nothing is joined, nothing is warned."""
-        records = [
-            _record("user", "u2", "gone", "Continue"),
-            _record("assistant", "a2", "u2", [_text("OK")]),
-        ]
-        transcript = parse_claude_code(_jsonl(records))
-        assert transcript.messages[0]["content"] == "Continue"
-        assert transcript.warnings == ()
-
     def test_empty_text_and_unknown_result_parts(self) -> None:
         """Empty text blocks are dropped; unknown parts inside a tool_result are reported."""
         result = {

@@ -76,3 +76,11 @@ def test_other_attachments_stay_unknown() -> None:
     assert transcript.unknown == (Unknown("s:4", "attachment"), Unknown("s:5", "attachment"))
     assert transcript.messages[0]["content"] == "Sync the config files."
     assert [m["role"] for m in transcript.messages] == ["user", "assistant", "user", "assistant"]
+
+
+def test_a_prompt_of_another_shape_stays_unknown() -> None:
+    """A prompt the reader has not seen the shape of is reported, never fatal."""
+    for prompt in (["hello"], [{"type": "text"}], [{"text": "hi"}], {"text": "hi"}):
+        transcript = parse_claude_code(_session(_queued(prompt)), name="s")
+        assert transcript.unknown == (Unknown("s:4", "attachment"),)
+        assert validate_messages(list(transcript.messages)) == []

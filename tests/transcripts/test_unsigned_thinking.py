@@ -50,8 +50,9 @@ def _types(messages: Any) -> list[tuple[str, list[str]]]:
     [
         {"type": "thinking", "thinking": "The user wants a fix.", "signature": ""},
         {"type": "thinking", "thinking": "The user wants a fix."},
+        {"type": "thinking", "thinking": "The user wants a fix.", "signature": None},
     ],
-    ids=["empty signature", "no signature"],
+    ids=["empty signature", "no signature", "null signature"],
 )
 def test_claude_code_leaves_unsigned_thinking_out(thinking: dict[str, Any]) -> None:
     """The call stays; a response of unsigned thinking alone leaves no message, and the user

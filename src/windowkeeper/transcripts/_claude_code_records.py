@@ -3,7 +3,6 @@ the conversation (see transcripts.claude_code)."""
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,28 +115,51 @@ def _queued_prompt(data: dict[str, Any]) -> Any:
     if attachment.get("commandMode", "prompt") != "prompt":
         return None
     prompt = attachment.get("prompt")
-    return prompt if isinstance(prompt, str | list) else None
+    if isinstance(prompt, str):
+        return prompt
+    # only the shapes seen: text and image blocks (any other stays an unknown attachment)
+    if isinstance(prompt, list) and all(_prompt_block(block) for block in prompt):
+        return prompt
+    return None
+
+
+def _prompt_block(block: Any) -> bool:
+    if not isinstance(block, dict):
+        return False
+    if block.get("type") == "text":
+        return isinstance(block.get("text"), str)
+    return block.get("type") == "image" and isinstance(block.get("source"), dict)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Join:
+    """Where the chain went past a record the file does not hold: ``record`` names ``missing``,
+    and the chain goes on at ``joined``."""
+
+    record: _Record
+    missing: str
+    joined: _Record
 
 
 def _main_line(
     leaf: _Record | None,
     by_uuid: dict[str, _Record],
     compaction: Compaction,
-    joins: list[tuple[_Record, _Record]] | None = None,
+    joins: list[_Join] | None = None,
 ) -> list[_Record]:
     """The chain from ``leaf`` back to its root, in conversation order.
 
-    A ``parentUuid`` the file does not hold, on a record written after others of the chain's
-    kind, is a record Claude Code (or a copy of the file) lost, not the start of the
-    conversation: the live request its usage measured held what came before. The chain goes on
-    at the record written last before it (``by_uuid`` is in file order), and each such
-    ``(record, joined to)`` is added to ``joins``. Before the file's first record with a uuid
-    the chain stops: a file cut out of a longer session.
+    A parent the file does not hold is where a file cut out of a longer session starts, unless
+    the records written before it lead back to the session's own start (a record with no
+    parent): then it is a record Claude Code (or a copy of the file) lost, and the live request
+    held what came before (its recorded usage says so). The chain goes on at the record written
+    last before it (``by_uuid`` is in file order), added to ``joins``. A compaction summary
+    whose boundary is lost starts the chain, as its boundary would.
     """
     chain: list[_Record] = []
     seen: set[int] = set()
     written = list(by_uuid.values())
-    lines = [record.line for record in written]
+    position = {id(record): index for index, record in enumerate(written)}
     node = leaf
     while node is not None and id(node) not in seen:  # each record is visited once
         seen.add(id(node))
@@ -149,13 +171,27 @@ def _main_line(
         if parent is None:
             break
         child, node = node, by_uuid.get(parent)
-        if node is None:
-            before = bisect_left(lines, child.line)
-            node = written[before - 1] if before else None
-            if node is not None and joins is not None:
-                joins.append((child, node))
+        if node is None and child.data.get("isCompactSummary") is not True:
+            before = position.get(id(child), 0)
+            earlier = written[before - 1] if before else None
+            if earlier is not None and _reaches_start(earlier, by_uuid):
+                node = earlier
+                if joins is not None:
+                    joins.append(_Join(child, parent, earlier))
     chain.reverse()
     return chain
+
+
+def _reaches_start(record: _Record, by_uuid: dict[str, _Record]) -> bool:
+    """Whether the parents of ``record`` lead to a record without a parent (held in the file)."""
+    seen: set[int] = set()
+    node: _Record | None = record
+    while node is not None and id(node) not in seen:  # each record is visited once
+        seen.add(id(node))
+        if node.parent is None:
+            return True
+        node = by_uuid.get(node.parent)
+    return False
 
 
 def _live_leaf(records: Sequence[_Record], by_uuid: dict[str, _Record]) -> _Record | None:

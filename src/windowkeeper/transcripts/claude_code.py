@@ -93,6 +93,7 @@ from ._claude_code_records import (
     _SYNTHETIC_MODEL,
     _Draft,
     _forks,
+    _Join,
     _live_leaf,
     _main_line,
     _Record,
@@ -112,6 +113,7 @@ from ._common import (
     signed_thinking,
     text_block,
 )
+from ._lost_records import across_lost_record, earlier_results_as_text
 
 __all__ = ["FORMAT", "looks_like_claude_code", "parse_claude_code", "read_claude_code"]
 
@@ -154,14 +156,14 @@ def parse_claude_code(
             by_uuid.setdefault(record.uuid, record)  # a resumed session repeats records
     main = [record for record in main if record.uuid is None or by_uuid[record.uuid] is record]
     leaf = _live_leaf(main, by_uuid)
-    joins: list[tuple[_Record, _Record]] = []
+    joins: list[_Join] = []
     chain = _main_line(leaf, by_uuid, compaction, joins)
     warnings += (
-        f"{name}:{record.line}: parentUuid {record.parent!r} is not in the file: the"
-        f" conversation goes on at line {joined.line}, the record written before it"
-        for record, joined in joins
+        f"{name}:{join.record.line}: the record it follows ({join.missing!r}) is not in the"
+        f" file: the conversation goes on at line {join.joined.line}, written before it"
+        for join in joins
     )
-    messages, kept = reader.conversation(chain, main)
+    messages, kept = reader.conversation(chain, main, joins)
     requests, model = reader.requests(kept)
     whole = chain if compaction == "keep" else _main_line(leaf, by_uuid, "keep")
     if whole is not chain:
@@ -218,12 +220,22 @@ class _Reader:
         self._contents: dict[int, str | list[Message]] = {}
 
     def conversation(
-        self, chain: Sequence[_Record], records: Sequence[_Record]
+        self, chain: Sequence[_Record], records: Sequence[_Record], joins: Sequence[_Join] = ()
     ) -> tuple[list[Message], list[_Draft]]:
-        """The messages of a chain, and the draft each came from."""
+        """The messages of a chain, and the draft each came from; the first message after each
+        of ``joins`` (a lost record) is mended (see :func:`across_lost_record`)."""
         on_chain = {id(record) for record in chain}
         off_chain = [r for r in records if id(r) not in on_chain and r.is_message]
-        return self.messages(self.drafts([r for r in chain if r.is_message], off_chain))
+        lost = {id(join.record) for join in joins}
+        seams: set[int] = set()
+        after_lost = False
+        for record in chain:
+            after_lost = after_lost or id(record) in lost
+            if after_lost and record.is_message:
+                seams.add(id(record))
+                after_lost = False
+        drafts = self.drafts([r for r in chain if r.is_message], off_chain)
+        return self.messages(drafts, seams)
 
     def drafts(self, chain: Sequence[_Record], off_chain: Sequence[_Record]) -> list[_Draft]:
         drafts: list[_Draft] = []
@@ -299,7 +311,9 @@ class _Reader:
             drafts[position].records.sort(key=lambda record: record.line)
             answered.update(ids)
 
-    def messages(self, drafts: Sequence[_Draft]) -> tuple[list[Message], list[_Draft]]:
+    def messages(
+        self, drafts: Sequence[_Draft], seams: set[int]
+    ) -> tuple[list[Message], list[_Draft]]:
         """The messages of the drafts, and the draft each message came from."""
         messages: list[Message] = []
         kept: list[_Draft] = []
@@ -307,6 +321,11 @@ class _Reader:
             content = self._joined(draft)
             if not content:
                 continue
+            if messages and any(id(record) in seams for record in draft.records):
+                between, content = across_lost_record(messages[-1], draft.role, content)
+                if between is not None:
+                    messages.append(between)
+                    kept.append(_Draft("user"))
             if messages and draft.role == "user" and messages[-1]["role"] == "user":
                 previous = messages[-1]["content"]
                 messages[-1] = {
@@ -318,7 +337,7 @@ class _Reader:
             messages.append({"role": draft.role, "content": content})
             kept.append(draft)
         if messages and messages[0]["role"] == "user":
-            messages[0] = _earlier_results_as_text(messages[0])
+            messages[0] = earlier_results_as_text(messages[0])
         return ordered_results(messages), kept
 
     def _joined(self, draft: _Draft) -> str | list[Message]:
@@ -420,7 +439,8 @@ class _Reader:
             return self._tool_result(block, where)
         if block_type == "thinking" and role == "assistant":
             text = _field(block, "thinking", str, where)
-            signature = _field(block, "signature", str, where) if "signature" in block else None
+            signed = block.get("signature") is not None
+            signature = _field(block, "signature", str, where) if signed else None
             return signed_thinking(text, signature)
         if block_type == "redacted_thinking" and role == "assistant":
             return {"type": "redacted_thinking", "data": _field(block, "data", str, where)}
@@ -462,27 +482,6 @@ def _field(block: Message, key: str, expected: type, where: str) -> Any:
             f"{where}.{key}", f"expected {names[expected]}, got {kind(value)}"
         )
     return value
-
-
-def _earlier_results_as_text(message: Message) -> Message:
-    """The first message with its tool_results, which answer calls made before the file
-    begins, as text blocks: a note naming the call, then the result's content."""
-    content = message["content"]
-    if isinstance(content, str) or not any(b["type"] == "tool_result" for b in content):
-        return message
-    blocks: list[Message] = []
-    for block in content:
-        if block["type"] != "tool_result":
-            blocks.append(block)
-            continue
-        note = f"[result of tool call {block['tool_use_id']}, made before this transcript begins]"
-        result = block.get("content")
-        if isinstance(result, str) and result:
-            blocks.append(text_block(f"{note}\n{result}"))
-        else:
-            blocks.append(text_block(note))
-            blocks.extend(result if isinstance(result, list) else [])
-    return {**message, "content": blocks}
 
 
 def _as_blocks(content: str | list[Message]) -> list[Message]:
