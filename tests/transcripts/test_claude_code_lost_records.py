@@ -16,8 +16,10 @@ import json
 from typing import Any
 
 from windowkeeper import validate_messages
-from windowkeeper.transcripts._lost_records import LOST_RESULT, LOST_TURN
 from windowkeeper.transcripts.claude_code import parse_claude_code
+
+LOST_TURN = "[windowkeeper: the transcript does not hold what was sent here (a record is missing)]"
+LOST_RESULT = "[windowkeeper: the result of this call is not in the transcript]"
 
 
 def _record(kind: str, uuid: str, parent: str | None, content: Any, **extra: Any) -> dict[str, Any]:
