@@ -7,10 +7,14 @@ recording, an OpenHands folder, ...). Each is read with ``read_transcript`` and 
 window, in the Anthropic shape and in the OpenAI shape (the transcript converted with
 ``from_anthropic``), in the default mode, ledger-only compaction (``summarize=True``) and
 out-of-band compaction with a fixed summarizer. Every request is judged by the strict API
-doubles of ``tests/doubles`` (tools defined from the names called so far). A row per file,
-window, shape and mode; exit 1 when any request raised something other than
+doubles of ``tests/doubles`` (tools defined from the names called so far), and every request
+that folds (in the Anthropic shape) is checked for the state of work as ``bench/evaluate.py``
+checks it (the latest user instruction verbatim, every file edited so far, the latest todo
+state: ``_frontier``). A row
+per file, window, shape and mode; exit 1 when any request raised something other than
 ``ContextOverflowError``, was rejected, or was refused in a compaction mode where the default
-mode sent it.
+mode sent it (a fold that lost part of the state of work is reported, not an error: at a small
+window the continuation may have to be clipped below it).
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _compaction import FOLDS
 from _doubles import StrictDouble, StrictOpenAIDouble
+from _frontier import Frontier
 from windowkeeper import ContextOverflowError, ContextSession
 from windowkeeper.core._messages import Message
 from windowkeeper.formats.openai import from_anthropic
@@ -45,6 +51,9 @@ class Row:
     refused: set[int] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
     summaries: int = 0
+    folds: int = 0
+    carried: list[int] = field(default_factory=lambda: [0, 0, 0])
+    """Over the folds: how many carried the latest instruction, every edited file, the todo."""
 
 
 def replay(history: Sequence[Message], system: Any, window: int, shape: str, mode: str) -> Row:
@@ -62,6 +71,7 @@ def replay(history: Sequence[Message], system: Any, window: int, shape: str, mod
     session = ContextSession(window, format=shape, **options)
     strict = StrictDouble(system, history) if shape == "anthropic" else StrictOpenAIDouble()
     requests = set(request_points(messages))
+    frontier = Frontier()
     for index, message in enumerate(messages):
         if index in requests:
             row.requests += 1
@@ -73,6 +83,12 @@ def replay(history: Sequence[Message], system: Any, window: int, shape: str, mod
                 rejected = strict.problems(prepared.messages)
                 if rejected:
                     row.problems.append(f"request before message {index}: {rejected[:3]}")
+                if shape == "anthropic" and any(a.step in FOLDS for a in prepared.actions):
+                    # read from the history as given; in the OpenAI shape positions differ
+                    check = frontier.after_fold(history[:index], prepared.messages)
+                    row.folds += 1
+                    for position, kept in enumerate((check.instruction, check.files, check.todo)):
+                        row.carried[position] += kept
         session.append(message)
     return row
 
@@ -86,9 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed = False
     print(
         "| file | window | shape | mode | requests | refused | worse than default |"
-        " rejected | summaries |"
+        " rejected | summaries | after a fold: instr. / files / todo (folds) |"
     )
-    print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for path in options.paths:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the readers' repairs are listed by `inspect`
@@ -114,11 +130,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print(
                         f"| {path.name} | {window} | {shape} | {mode} | {row.requests}"
                         f" | {len(row.refused)} | {worse} | {len(row.problems)}"
-                        f" | {row.summaries} |"
+                        f" | {row.summaries} | {_carried(row, shape)} |"
                     )
                     for problem in row.problems[:3]:
                         print(f"  rejected: {problem}")
     return 1 if failed else 0
+
+
+def _carried(row: Row, shape: str) -> str:
+    if shape != "anthropic":
+        return "not checked"
+    if not row.folds:
+        return "–"
+    instruction, files, todo = row.carried
+    return f"{instruction} / {files} / {todo} ({row.folds})"
 
 
 if __name__ == "__main__":

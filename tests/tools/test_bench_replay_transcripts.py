@@ -12,6 +12,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "bench"))
 from _doubles import StrictOpenAIDouble
 from replay_transcripts import main
 
+from ..transcripts.claude_lines import line, results
+
 FIXTURES = Path(__file__).resolve().parent.parent / "transcripts" / "fixtures"
 
 
@@ -43,3 +45,51 @@ def test_the_openai_judge_rejects_an_unanswered_call() -> None:
     ]
     assert judge(messages) != []
     assert judge(messages[:1]) == []
+
+
+def _long_task() -> str:
+    """A Claude Code session that must fold at an 8k window: ten edits with long results, a
+    todo list, and an instruction given after tool results."""
+    lines = [line("user", "u-0", None, "Task: split the parser into modules.")]
+    todo = {"type": "tool_use", "id": "toolu_todo", "name": "TodoWrite"}
+    todo["input"] = {"todos": [{"content": "move the lexer", "status": "in_progress"}]}
+    lines += [
+        line("assistant", "a-todo", "u-0", [todo]),
+        line("user", "r-todo", "a-todo", results(("toolu_todo", "Todos updated"))),
+    ]
+    parent = "r-todo"
+    for turn in range(10):
+        call_id = f"toolu_{turn}"
+        edit = {"type": "tool_use", "id": call_id, "name": "Edit"}
+        edit["input"] = {"file_path": f"src/part{turn}.py", "old_string": "a", "new_string": "b"}
+        answer = results((call_id, f"edited part {turn}\n" + "x = 1\n" * 400))
+        if turn == 2:
+            answer.append({"type": "text", "text": "Keep the old import path working."})
+        lines += [
+            line("assistant", f"a-{turn}", parent, [edit]),
+            line("user", f"r-{turn}", f"a-{turn}", answer),
+        ]
+        parent = f"r-{turn}"
+    return "\n".join(lines) + "\n"
+
+
+def test_a_fold_is_checked_for_the_state_of_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every fold of both compaction modes carries the instruction, the files and the todo;
+    the OpenAI shape is not checked, and the default mode never folds."""
+    path = tmp_path / "session.jsonl"
+    path.write_text(_long_task(), encoding="utf-8")
+    assert main([str(path), "--windows", "8000"]) == 0
+    cells = {
+        (row[2], row[3]): row[-1].removesuffix(" |")
+        for row in (line.split(" | ") for line in capsys.readouterr().out.splitlines())
+        if row[0] == "| session.jsonl"
+    }
+    assert cells[("anthropic", "default")] == "–"
+    assert cells[("openai", "ledger")] == "not checked"
+    for mode in ("ledger", "out-of-band"):
+        kept = cells[("anthropic", mode)]
+        folds = int(kept.split("(")[1].rstrip(")"))
+        assert folds > 0
+        assert kept == f"{folds} / {folds} / {folds} ({folds})"
