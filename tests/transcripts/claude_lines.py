@@ -6,15 +6,17 @@ import json
 from typing import Any
 
 
-def line(kind: str, uuid: str, parent: str | None, content: Any, response: str = "") -> str:
+def line(
+    kind: str, uuid: str, parent: str | None, content: Any, response: str = "", **extra: Any
+) -> str:
     """A ``user`` or ``assistant`` record; an assistant's ``response`` names its request (the
-    records of one streamed response share it)."""
+    records of one streamed response share it); ``extra`` are more record fields."""
     message: dict[str, Any] = {"role": kind, "content": content}
     record: dict[str, Any] = {"parentUuid": parent, "isSidechain": False, "type": kind}
     if kind == "assistant":
         message |= {"id": f"msg_{response or uuid}", "model": "claude-x"}
         record["requestId"] = f"req_{response or uuid}"
-    return json.dumps({**record, "message": message, "uuid": uuid})
+    return json.dumps({**record, "message": message, "uuid": uuid, **extra})
 
 
 def results(*answers: tuple[str, Any]) -> list[dict[str, Any]]:

@@ -18,15 +18,10 @@ from typing import Any
 from windowkeeper import validate_messages
 from windowkeeper.transcripts.claude_code import parse_claude_code
 
+from .claude_lines import line
+
 LOST_TURN = "[windowkeeper: the transcript does not hold what was sent here (a record is missing)]"
 LOST_RESULT = "[windowkeeper: the result of this call is not in the transcript]"
-
-
-def _record(kind: str, uuid: str, parent: str | None, content: Any, **extra: Any) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": kind, "content": content}
-    if kind == "assistant":
-        message |= {"id": f"msg_{uuid}", "model": "claude-x"}
-    return {"type": kind, "uuid": uuid, "parentUuid": parent, "message": message, **extra}
 
 
 def _text(text: str) -> dict[str, str]:
@@ -37,18 +32,18 @@ def _call(call_id: str) -> dict[str, Any]:
     return {"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": "make"}}
 
 
-def _jsonl(records: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(record) + "\n" for record in records)
+def _jsonl(lines: list[str]) -> str:
+    return "".join(f"{record}\n" for record in lines)
 
 
-def test_the_chain_goes_on_past_a_lost_record() -> None:
+def test_the_chain_goes_on_past_a_lostline() -> None:
     """Two responses side by side: the lost turn is a notice between them, with a warning."""
     records = [
-        _record("user", "u1", None, "Task: fix a.py"),
-        _record("assistant", "a1", "u1", [_text("Done.")]),
-        {"type": "system", "subtype": "away_summary", "uuid": "s1", "parentUuid": "a1"},
-        _record("assistant", "a2", "gone", [_text("The tests pass too.")]),
-        _record("user", "u2", "a2", "Thanks"),
+        line("user", "u1", None, "Task: fix a.py"),
+        line("assistant", "a1", "u1", [_text("Done.")]),
+        json.dumps({"type": "system", "subtype": "away_summary", "uuid": "s1", "parentUuid": "a1"}),
+        line("assistant", "a2", "gone", [_text("The tests pass too.")]),
+        line("user", "u2", "a2", "Thanks"),
     ]
     transcript = parse_claude_code(_jsonl(records), name="s.jsonl")
     assert [m["content"] for m in transcript.messages] == [
@@ -69,16 +64,16 @@ def test_a_lost_result_is_said_to_be_missing() -> None:
     """The lost record held a call's result: the seam answers the call, saying so; a user
     message after the seam gets the missing result before its own words."""
     before_a_response = [
-        _record("user", "u1", None, "Build it"),
-        _record("assistant", "a1", "u1", [_call("toolu_1")]),
-        _record("assistant", "a2", "lost", [_text("Built.")]),
+        line("user", "u1", None, "Build it"),
+        line("assistant", "a1", "u1", [_call("toolu_1")]),
+        line("assistant", "a2", "lost", [_text("Built.")]),
     ]
     transcript = parse_claude_code(_jsonl(before_a_response))
     assert transcript.messages[2]["content"] == [
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": LOST_RESULT},
         _text(LOST_TURN),
     ]
-    before_words = [*before_a_response[:2], _record("user", "u2", "lost", "Go on")]
+    before_words = [*before_a_response[:2], line("user", "u2", "lost", "Go on")]
     transcript = parse_claude_code(_jsonl(before_words))
     assert transcript.messages[2]["content"] == [
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": LOST_RESULT},
@@ -92,9 +87,9 @@ def test_a_file_cut_out_of_a_longer_session_starts_where_it_starts() -> None:
     """Records before the break that lead to no start of their own (their parents are in
     another file) are not joined: nothing is warned."""
     records = [
-        _record("assistant", "x1", "prev-a", [_text("An abandoned answer")]),
-        _record("user", "u1", "prev-b", "Continue"),
-        _record("assistant", "a1", "u1", [_text("OK")]),
+        line("assistant", "x1", "prev-a", [_text("An abandoned answer")]),
+        line("user", "u1", "prev-b", "Continue"),
+        line("assistant", "a1", "u1", [_text("OK")]),
     ]
     transcript = parse_claude_code(_jsonl(records))
     assert [m["content"] for m in transcript.messages] == ["Continue", [_text("OK")]]
@@ -104,10 +99,10 @@ def test_a_file_cut_out_of_a_longer_session_starts_where_it_starts() -> None:
 def test_a_summary_whose_boundary_is_lost_starts_the_chain() -> None:
     """The summary after a compaction starts what the agent sent next, boundary or not."""
     records = [
-        _record("user", "u1", None, "Old task"),
-        _record("assistant", "a1", "u1", [_text("Old answer")]),
-        _record("user", "s1", "lost-boundary", "Summary: a.py fixed", isCompactSummary=True),
-        _record("assistant", "a2", "s1", [_text("Continuing")]),
+        line("user", "u1", None, "Old task"),
+        line("assistant", "a1", "u1", [_text("Old answer")]),
+        line("user", "s1", "lost-boundary", "Summary: a.py fixed", isCompactSummary=True),
+        line("assistant", "a2", "s1", [_text("Continuing")]),
     ]
     transcript = parse_claude_code(_jsonl(records))
     assert [m["content"] for m in transcript.messages] == [
@@ -119,11 +114,11 @@ def test_a_summary_whose_boundary_is_lost_starts_the_chain() -> None:
 def test_glued_records_join_in_file_order() -> None:
     """Two records on one line (a lost newline): the one written first is the one joined to."""
     records = [
-        _record("user", "u1", None, "First prompt"),
-        _record("assistant", "a1", "u1", [_text("First answer")]),
+        line("user", "u1", None, "First prompt"),
+        line("assistant", "a1", "u1", [_text("First answer")]),
     ]
-    glued = json.dumps(_record("user", "u2", "a1", "Second prompt")) + json.dumps(
-        _record("assistant", "a2", "gone", [_text("Second answer")])
+    glued = line("user", "u2", "a1", "Second prompt") + line(
+        "assistant", "a2", "gone", [_text("Second answer")]
     )
     transcript = parse_claude_code(_jsonl(records) + glued + "\n")
     assert [m["content"] for m in transcript.messages] == [

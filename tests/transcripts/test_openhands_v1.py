@@ -270,3 +270,22 @@ class TestStream:
         """Every reading of the fixture keeps tool pairing."""
         transcript = parse_openhands_v1(_events(), compaction=compaction)
         assert validate_messages(list(transcript.messages)) == []
+
+
+def test_unsigned_thinking_is_left_out() -> None:
+    """LiteLLM's null signature (another model's reasoning): the block is gone, the thought
+    text and the call stay; a signed block beside it is kept (see test_unsigned_thinking)."""
+    blocks = [
+        {"type": "thinking", "thinking": "deepseek reasoning", "signature": None},
+        {"type": "thinking", "thinking": "claude reasoning", "signature": "sig-9"},
+    ]
+    action = _action("c1", "r1", thought=[{"type": "text", "text": "Listing."}])
+    action["thinking_blocks"] = blocks
+    transcript = parse_openhands_v1([_user("List files."), action, _observation("c1", "a.py")])
+    assistant = transcript.messages[1]
+    assert [b["type"] for b in assistant["content"]] == ["thinking", "text", "tool_use"]
+    assert assistant["content"][0] == {
+        "type": "thinking",
+        "thinking": "claude reasoning",
+        "signature": "sig-9",
+    }

@@ -10,14 +10,12 @@ and the rest of each response is kept.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from windowkeeper import ContextSession, validate_messages
 from windowkeeper.transcripts.claude_code import parse_claude_code
-from windowkeeper.transcripts.openhands_v1 import parse_openhands_v1
 
 from ..doubles import CODING_TOOLS, AnthropicDouble
 from .claude_lines import line, results
@@ -92,50 +90,3 @@ def test_a_gateway_session_replays_through_the_api() -> None:
                 "messages": session.prepare().messages,
             }
             assert api.check(body) == []
-
-
-def _action(thinking: list[dict[str, Any]]) -> dict[str, Any]:
-    arguments = json.dumps({"command": "ls"})
-    return {
-        "id": "a-1",
-        "source": "agent",
-        "kind": "ActionEvent",
-        "thought": [{"type": "text", "text": "Listing."}],
-        "thinking_blocks": thinking,
-        "tool_name": "terminal",
-        "tool_call_id": "c1",
-        "tool_call": {"id": "c1", "name": "terminal", "arguments": arguments},
-        "llm_response_id": "r1",
-    }
-
-
-def test_openhands_v1_leaves_unsigned_thinking_out() -> None:
-    """LiteLLM's null signature: the block is gone, the thought text and the call stay; a
-    signed block beside it is kept."""
-    user = {
-        "id": "u-1",
-        "source": "user",
-        "kind": "MessageEvent",
-        "llm_message": {"role": "user", "content": [{"type": "text", "text": "List files."}]},
-    }
-    blocks = [
-        {"type": "thinking", "thinking": "deepseek reasoning", "signature": None},
-        {"type": "thinking", "thinking": "claude reasoning", "signature": "sig-9"},
-    ]
-    observation = {
-        "id": "o-1",
-        "source": "environment",
-        "kind": "ObservationEvent",
-        "tool_name": "terminal",
-        "tool_call_id": "c1",
-        "action_id": "a-1",
-        "observation": {"content": [{"type": "text", "text": "a.py"}], "is_error": False},
-    }
-    transcript = parse_openhands_v1([user, _action(blocks), observation])
-    assistant = transcript.messages[1]
-    assert [b["type"] for b in assistant["content"]] == ["thinking", "text", "tool_use"]
-    assert assistant["content"][0] == {
-        "type": "thinking",
-        "thinking": "claude reasoning",
-        "signature": "sig-9",
-    }

@@ -158,8 +158,7 @@ def _main_line(
     """
     chain: list[_Record] = []
     seen: set[int] = set()
-    written = list(by_uuid.values())
-    position = {id(record): index for index, record in enumerate(written)}
+    written: list[_Record] | None = None  # file order, made at the first lost parent only
     node = leaf
     while node is not None and id(node) not in seen:  # each record is visited once
         seen.add(id(node))
@@ -172,7 +171,8 @@ def _main_line(
             break
         child, node = node, by_uuid.get(parent)
         if node is None and child.data.get("isCompactSummary") is not True:
-            before = position.get(id(child), 0)
+            written = list(by_uuid.values()) if written is None else written
+            before = next((i for i, record in enumerate(written) if record is child), 0)
             earlier = written[before - 1] if before else None
             if earlier is not None and _reaches_start(earlier, by_uuid):
                 node = earlier

@@ -22,12 +22,14 @@ Mapping rules:
   the file (in file order, i.e. the newest) back through ``parentUuid``; records on other
   branches (abandoned redos, dead ends) are left out. Sidechain records are left out, unless
   the file holds nothing else: then it is a subagent's own transcript and is read as such. A
-  ``parentUuid`` the file does not hold, on a record written after other records with a uuid,
-  names a record that was lost (a real 2.1.167 session lost the one its task notifications were
-  delivered in): the chain goes on at the record written last before it, with a warning, so
-  the start of the task is not lost. Before the file's first such record the chain stops (a
-  file cut out of a longer session); tool_results in the first message, which answer calls
-  made before the file begins, are kept as text naming each call. When the newest message sits on a
+  ``parentUuid`` the file does not hold names a lost record when the records written before
+  it lead back to the session's start (a real 2.1.167 session lost the one its task
+  notifications were delivered in): the chain goes on at the record written last before it,
+  with a warning, and the seam is mended (a notice between two responses, a "not in the
+  transcript" result for a call left unanswered). Otherwise the chain stops there (a file cut
+  out of a longer session; a summary whose compaction boundary is lost); tool_results in the
+  first message, which answer calls made before the file begins, are kept as text naming each
+  call. When the newest message sits on a
   branch that parted from the last response's at a ``progress`` record (a Claude Code bug: the
   chain forks at progress records), the branch reaching the last response recorded with usage
   is the live one (see :func:`_live_leaf`). ``Transcript.forks`` counts the branch points of
