@@ -2,8 +2,8 @@
 
 Claude Code 2.1.x writes a prompt typed during a turn as an ``attachment`` record (type
 ``queued_command``, ``commandMode`` ``"prompt"``) on the chain, after the tool results it
-arrived with, and the next response answers it (in a real session: "no need to sync every
-file" and the model's "you are right, I synced too much"). It is the user's words: read as user
+arrived with, and the next response answers it (in a real session the user narrowed the task
+this way and the model's next reply took it up). It is the user's words: read as user
 text where it was written, it reaches the request and the ledger's latest instruction; other
 attachments (hook output, reminders) stay reported as unknown.
 """
