@@ -16,18 +16,24 @@ The formats (``google-gemini/gemini-cli``, ``packages/core``):
   ``toolCalls`` (``id``, ``name``, ``args``, ``result``: the function-response parts),
   ``thoughts``, ``tokens`` and ``model``. Newer versions append the same records to a
   ``.jsonl`` file: a metadata line, one line per message (a message written again under the
-  same ``id`` replaces the earlier one in place), ``{"$set": {...}}`` metadata updates and
-  ``{"$rewindTo": id}`` lines that drop that message and everything after it.
+  same ``id`` replaces the earlier one in place), ``{"$set": {...}}`` metadata updates (one
+  whose ``messages`` is a list writes the whole history again, as after masking or
+  ``/compress``: the messages start over from that list) and ``{"$rewindTo": id}`` lines that
+  drop that message and everything after it.
 
 Mapping rules:
 
 - **Recordings to contents**, as Gemini CLI does when it resumes one
   (``convertSessionToClientHistory`` in ``utils/sessionUtils.ts``): ``info``, ``error`` and
-  ``warning`` messages are skipped (never sent), and so are user messages that are empty or
-  start with ``/`` or ``?`` (commands); a ``gemini`` message is a model content (its
+  ``warning`` messages are skipped (never sent), and so are user messages that are empty,
+  start with ``/`` or ``?`` (commands), or hold the ``<session_context>`` or ``<hook_context>``
+  Gemini CLI builds again on resume; a ``gemini`` message is a model content (its
   ``content`` parts, and when those hold no function call, its ``toolCalls`` as function calls
   after them), followed by a user content of the tool calls' results (a string result as
-  ``{"output": result}``).
+  ``{"output": result}``). The user message recorded right after those results repeats what
+  was sent with them (a steering hint, the responses): a part already read there (a function
+  response by id, other parts by value) is not read twice; a Gemini CLI resume would send it
+  twice, but the live request held it once.
 - **Contents to messages.** ``user`` becomes user and ``model`` assistant. Text parts become text
   blocks; function calls tool_use blocks (``args`` as input); function responses tool_result
   blocks whose content is the ``output`` (or ``error``, flagged ``is_error``) string when the
@@ -81,6 +87,8 @@ from ._common import (
     tool_result,
     tool_use,
 )
+from ._gemini_records import label as _label
+from ._gemini_records import latest_messages
 
 __all__ = ["FORMAT", "looks_like_gemini_cli", "parse_gemini_cli", "read_gemini_cli"]
 
@@ -193,35 +201,27 @@ class _Reader:
         )
 
     def recording(self, records: Sequence[tuple[str, Any]]) -> Transcript:
-        """A JSON Lines recording: messages by id, metadata lines, rewinds."""
-        messages: dict[str, tuple[str, dict[str, Any]]] = {}
-        for where, value in records:
-            record = mapping(value, _label(where))
-            if "$rewindTo" in record:
-                target = string(record["$rewindTo"], f"{where}$rewindTo")
-                ids = list(messages)
-                cut = ids.index(target) if target in ids else 0
-                for message_id in ids[cut:]:
-                    del messages[message_id]
-            elif "$set" in record or ("sessionId" in record and "id" not in record):
-                continue  # metadata
-            elif "id" in record:
-                message_id = string(record["id"], f"{where}id")
-                messages[message_id] = (where, record)
-            else:
-                self.unknown.append(Unknown(_label(where), "record without an id"))
-        return self.messages(list(messages.values()))
+        """A JSON Lines recording: its messages after every rewrite and rewind."""
+        return self.messages(latest_messages(records, self.unknown))
 
     def messages(self, messages: Sequence[tuple[str, dict[str, Any]]]) -> Transcript:
         """A recording's messages, turned into contents the way Gemini CLI resumes them."""
         contents: list[_Content] = []
         model: str | None = None
+        answered: set[str] = set()  # the tool results just read, as JSON text
         for where, message in messages:
             message_type = message.get("type")
             if message_type in _SKIPPED_TYPES:
                 continue
             if message_type == "user":
                 parts = self._part_list(message.get("content"), f"{where}content")
+                if answered:
+                    # the user content Gemini CLI sent with the results is recorded again after
+                    # them (a steering hint and the responses): the request held one copy
+                    parts = [(at, part) for at, part in parts if _key(part) not in answered]
+                    answered = set()
+                    if not parts:
+                        continue
                 text = "".join(
                     part["text"]
                     for _, part in parts
@@ -230,14 +230,15 @@ class _Reader:
                 only_text = all(
                     isinstance(part, dict) and set(part) <= {"text"} for _, part in parts
                 )
-                if only_text and (not text.strip() or text.strip()[0] in "/?"):
-                    continue  # a command, never sent
+                if only_text and _ignored(text.strip()):
+                    continue  # a command, or context Gemini CLI writes again on resume
                 contents.append(_Content("user", _label(where), parts))
             elif message_type == "gemini":
                 content = self._gemini(message, where)
                 model = content.model or model
                 contents.append(content)
                 responses = self._responses(message, where)
+                answered = {_key(part) for _, part in responses}
                 if responses:
                     contents.append(_Content("user", _label(where), responses))
             else:
@@ -448,9 +449,23 @@ class _Reader:
         return None
 
 
-def _label(prefix: str) -> str:
-    """A location prefix (``"file:12: "``, ``"file: messages[3]."``) as a place name."""
-    return prefix.rstrip(" .:")
+_IGNORED_PREFIXES = ("/", "?", "<session_context>", "<hook_context>")
+
+
+def _ignored(text: str) -> bool:
+    """Whether user text is one Gemini CLI leaves out when it resumes: empty, a command, or
+    the session or hook context it builds again."""
+    return not text or text.startswith(_IGNORED_PREFIXES)
+
+
+def _key(part: Any) -> str:
+    """What tells a part recorded twice: a function response's id (its output may have been
+    masked since in one copy), else the part as JSON text."""
+    if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+        given = _given(part["functionResponse"])
+        if given is not None:
+            return f"response {given}"
+    return json.dumps(part, sort_keys=True, default=str)
 
 
 def _given(part: dict[str, Any]) -> str | None:

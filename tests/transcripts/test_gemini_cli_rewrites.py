@@ -1,0 +1,192 @@
+"""Gemini CLI recordings as current versions write them: whole-history rewrites, the context
+messages a resume builds again, and the user content recorded again after a steering hint.
+
+The records follow the structure of real 2026 recordings (JSON Lines sessions opened by a
+``$set.messages`` line, a steering hint sent with a tool's response, a response masked later).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from windowkeeper import validate_messages
+from windowkeeper.transcripts import Unknown
+from windowkeeper.transcripts.gemini_cli import parse_gemini_cli
+
+_META = {"sessionId": "s-1", "projectHash": "ab12", "startTime": "2026-07-05T12:27:04.992Z"}
+
+
+def _jsonl(*records: dict[str, Any]) -> str:
+    return "\n".join(json.dumps(record) for record in records) + "\n"
+
+
+def _user(message_id: str, text: str) -> dict[str, Any]:
+    return {"id": message_id, "type": "user", "content": [{"text": text}]}
+
+
+def _gemini(message_id: str, text: str, **extra: Any) -> dict[str, Any]:
+    return {"id": message_id, "type": "gemini", "content": text, **extra}
+
+
+def _texts(messages: tuple[dict[str, Any], ...]) -> list[tuple[str, str]]:
+    return [
+        (message["role"], block.get("text") or block.get("content") or block.get("name"))
+        for message in messages
+        for block in message["content"]
+    ]
+
+
+class TestHistoryRewrites:
+    """A ``$set`` whose ``messages`` is a list: the history starts over from it."""
+
+    def test_rewrite_replaces_what_came_before(self) -> None:
+        text = _jsonl(
+            _META,
+            _user("u1", "Fix the parser."),
+            _gemini("g1", "Looking at it."),
+            {
+                "$set": {
+                    "messages": [
+                        _user("c1", "Summary of the work so far: the parser fails on tabs."),
+                        _gemini("c2", "Understood, continuing."),
+                    ],
+                    "lastUpdated": "2026-07-05T13:00:00.000Z",
+                }
+            },
+            _user("u2", "Now add a test."),
+            _gemini("g2", "Added."),
+        )
+        transcript = parse_gemini_cli(text, name="rec.jsonl")
+        assert _texts(transcript.messages) == [
+            ("user", "Summary of the work so far: the parser fails on tabs."),
+            ("assistant", "Understood, continuing."),
+            ("user", "Now add a test."),
+            ("assistant", "Added."),
+        ]
+        assert validate_messages(list(transcript.messages)) == []
+
+    def test_a_later_record_replaces_a_rewritten_message_by_id(self) -> None:
+        text = _jsonl(
+            _META,
+            {"$set": {"messages": [_user("u1", "Fix it."), _gemini("g1", "Draft")]}},
+            _gemini("g1", "Final answer"),
+        )
+        assert _texts(parse_gemini_cli(text).messages) == [
+            ("user", "Fix it."),
+            ("assistant", "Final answer"),
+        ]
+
+    def test_a_metadata_update_without_messages_keeps_them(self) -> None:
+        text = _jsonl(
+            _META,
+            _user("u1", "Fix it."),
+            {"$set": {"lastUpdated": "2026-07-05T13:00:00.000Z", "summary": "Fixing"}},
+            _gemini("g1", "Done."),
+        )
+        assert _texts(parse_gemini_cli(text).messages) == [
+            ("user", "Fix it."),
+            ("assistant", "Done."),
+        ]
+
+    def test_a_metadata_line_with_messages_adds_them(self) -> None:
+        """A whole legacy record written on one line is read, and later lines go on from it."""
+        text = _jsonl(
+            {**_META, "messages": [_user("u1", "Fix it."), _gemini("g1", "On it.")]},
+            _user("u2", "Thanks."),
+        )
+        assert [role for role, _ in _texts(parse_gemini_cli(text).messages)] == [
+            "user",
+            "assistant",
+            "user",
+        ]
+
+    def test_a_listed_message_without_an_id_is_reported(self) -> None:
+        text = _jsonl(_META, {"$set": {"messages": [{"type": "user"}, _user("u1", "Hi")]}})
+        transcript = parse_gemini_cli(text, name="rec.jsonl")
+        assert _texts(transcript.messages) == [("user", "Hi")]
+        assert transcript.unknown == (
+            Unknown("rec.jsonl:2: $set.messages[0]", "record without an id"),
+        )
+
+
+class TestContextMessages:
+    """The session and hook context Gemini CLI builds again on resume are not user words."""
+
+    def test_context_messages_are_left_out(self) -> None:
+        text = _jsonl(
+            _META,
+            _user(
+                "c", "<session_context>\nToday's date is Sunday, July 5, 2026.\n</session_context>"
+            ),
+            _user("h", "<hook_context>lint passed</hook_context>"),
+            _user("u1", "Fix the parser."),
+            _gemini("g1", "Done."),
+        )
+        assert _texts(parse_gemini_cli(text).messages) == [
+            ("user", "Fix the parser."),
+            ("assistant", "Done."),
+        ]
+
+    def test_a_recording_of_context_only_holds_no_message(self) -> None:
+        text = _jsonl(_META, {"$set": {"messages": [_user("c", "<session_context>\nx")]}})
+        assert parse_gemini_cli(text).messages == ()
+
+
+_STEERING = "User steering update:\n<user_input>\nuse pytest\n</user_input>"
+
+
+def _response(output: str) -> dict[str, Any]:
+    return {"functionResponse": {"id": "run_1", "name": "run", "response": {"output": output}}}
+
+
+class TestSteeringHints:
+    """A hint sent with a tool's response is recorded in the call's result and again after it."""
+
+    def _recording(self, recorded: str, repeated: str) -> str:
+        call = {
+            "id": "run_1",
+            "name": "run",
+            "args": {"command": "make"},
+            "result": [{"text": _STEERING}, _response(recorded)],
+            "status": "success",
+        }
+        return _jsonl(
+            _META,
+            _user("u1", "Build it."),
+            _gemini("g1", "Building.", toolCalls=[call]),
+            {"id": "u2", "type": "user", "content": [{"text": _STEERING}, _response(repeated)]},
+            _gemini("g2", "Switching to pytest."),
+        )
+
+    def test_the_hint_and_the_response_are_read_once(self) -> None:
+        transcript = parse_gemini_cli(self._recording("ok", "ok"))
+        assert _texts(transcript.messages) == [
+            ("user", "Build it."),
+            ("assistant", "Building."),
+            ("assistant", "run"),
+            ("user", "ok"),
+            ("user", _STEERING),
+            ("assistant", "Switching to pytest."),
+        ]
+        assert validate_messages(list(transcript.messages)) == []
+
+    def test_a_response_masked_since_is_still_the_same_response(self) -> None:
+        """The call's result was masked after it was recorded; the copy after it was not."""
+        masked = "<tool_output_masked>\nok\n... [TRUNCATED] ..."
+        transcript = parse_gemini_cli(self._recording(masked, "ok, the whole output"))
+        results = [
+            block["content"]
+            for message in transcript.messages
+            for block in message["content"]
+            if block["type"] == "tool_result"
+        ]
+        assert results == [masked]
+        assert validate_messages(list(transcript.messages)) == []
+
+    def test_new_user_words_after_the_results_are_kept(self) -> None:
+        records = [json.loads(line) for line in self._recording("ok", "ok").splitlines()]
+        records[3]["content"].append({"text": "Also lint."})
+        transcript = parse_gemini_cli(_jsonl(*records))
+        assert ("user", "Also lint.") in _texts(transcript.messages)
+        assert [text for _, text in _texts(transcript.messages)].count(_STEERING) == 1
