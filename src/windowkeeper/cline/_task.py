@@ -22,7 +22,7 @@ import math
 import os
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from ..core._overwrites import CorruptStoreError, OverwriteStore
 from ..core._truncation import DeletedRange
 from ..core._usage import TokenUsage
 from ..storage import CONTEXT_HISTORY_FILE
+from ._forks import answers_by_time, fork_usage
 from ._json_checks import MAX_JSON_DEPTH, check_block_fields, check_depth
 
 __all__ = [
@@ -86,7 +87,9 @@ class ApiRequest:
     assistant message without ``metrics.tokens``); the original then makes no decision.
     ``conversation_history_index`` is Cline's: the history length minus one when the request was
     announced, before its user message was appended, so the request sent
-    ``history[: conversation_history_index + 2]``.
+    ``history[: conversation_history_index + 2]``. In a folder whose UI messages record none
+    (Roo Code, Kilo Code) it is found by time: the request sent the history before the first
+    assistant message written after it started.
     """
 
     usage: TokenUsage | None
@@ -123,6 +126,8 @@ class ClineTask:
         else:
             ui_file = self.path / UI_MESSAGES_FILE
             requests = _ui_requests(ui_file, self.ui_messages)
+            if all(request.conversation_history_index is None for request in requests):
+                requests = _placed_by_time(requests, self.history)  # Roo Code, Kilo Code
             deleted_range = _recorded_deleted_range(ui_file, self.ui_messages)
         object.__setattr__(self, "requests", requests)
         object.__setattr__(self, "deleted_range", deleted_range)
@@ -371,7 +376,12 @@ def _ui_request(path: Path, position: int, message: Mapping[str, Any]) -> ApiReq
         if not isinstance(text, str):
             raise _error(path, f"{where}.text", f"expected a string, got {_kind(text)}")
         try:
-            usage = TokenUsage.from_api_req_info(text)
+            info = json.loads(text)
+            usage = TokenUsage.from_api_req_info(info)
+        except ValueError as error:
+            raise _error(
+                path, f"{where}.text", f"api_req_started text is not JSON: {error}"
+            ) from None
         except InvalidUsageError as error:
             raise _error(path, f"{where}.text", str(error)) from None
         except RecursionError:
@@ -380,10 +390,22 @@ def _ui_request(path: Path, position: int, message: Mapping[str, Any]) -> ApiReq
             problem = _token_problem(getattr(usage, name))
             if problem is not None:
                 raise _error(path, f"{where}.text", f"{field_name}: {problem}")
+        usage = fork_usage(info, usage)
     index = _optional_integer(
         message.get("conversationHistoryIndex"), path, f"{where}.conversationHistoryIndex"
     )
     return ApiRequest(usage, ts, index, ui_index=position)
+
+
+def _placed_by_time(
+    requests: tuple[ApiRequest, ...], history: Sequence[Message]
+) -> tuple[ApiRequest, ...]:
+    """The requests, each placed before the assistant message that answered it (by time)."""
+    times = [request.ts for request in requests]
+    return tuple(
+        request if answer is None else replace(request, conversation_history_index=answer - 2)
+        for request, answer in zip(requests, answers_by_time(times, history), strict=True)
+    )
 
 
 def _deleted_range(path: Path, position: int, message: Mapping[str, Any]) -> DeletedRange | None:

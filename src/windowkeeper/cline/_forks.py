@@ -1,0 +1,58 @@
+"""What Cline's forks (Roo Code, Kilo Code) write differently in a task folder of Cline's shape.
+
+Their ``api_req_started`` info names ``apiProtocol`` and ``usageMissing``, which Cline never
+writes, and their UI messages record no ``conversationHistoryIndex``: here is how to read both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..core._messages import Message
+from ..core._usage import TokenUsage
+
+__all__ = ["answers_by_time", "fork_usage"]
+
+
+def fork_usage(info: Mapping[str, Any], usage: TokenUsage) -> TokenUsage | None:
+    """The usage of one ``api_req_started`` as the forks mean it.
+
+    ``usageMissing``: the provider reported nothing, and the zeros are no measurement, so no
+    decision follows. ``apiProtocol: "openai"``: ``tokensIn`` already counts the cached input
+    (Roo's own context size is ``tokensIn + tokensOut`` then), so the cache reads and writes are
+    taken out of it, to be counted once.
+    """
+    if info.get("usageMissing") is True:
+        return None
+    if info.get("apiProtocol") != "openai":
+        return usage
+    cached = usage.cache_reads + usage.cache_writes
+    return TokenUsage(
+        tokens_in=max(usage.tokens_in - cached, 0),
+        tokens_out=usage.tokens_out,
+        cache_writes=usage.cache_writes,
+        cache_reads=usage.cache_reads,
+    )
+
+
+def answers_by_time(times: Sequence[int | None], history: Sequence[Message]) -> list[int | None]:
+    """For requests started at ``times`` (in order), the assistant message that answered each:
+    the first one written at or after it started. A request after the last answer (a failed or
+    pending one), or without a time, has None; so has every one when the messages have no times.
+    """
+    answers = [
+        (index, ts)
+        for index, message in enumerate(history)
+        if message.get("role") == "assistant" and isinstance(ts := message.get("ts"), int)
+    ]
+    found: list[int | None] = []
+    next_answer = 0  # the requests are in order: the search never goes back
+    for ts in times:
+        if ts is None:
+            found.append(None)
+            continue
+        while next_answer < len(answers) and answers[next_answer][1] < ts:
+            next_answer += 1
+        found.append(answers[next_answer][0] if next_answer < len(answers) else None)
+    return found

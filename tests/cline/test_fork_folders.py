@@ -1,0 +1,144 @@
+"""Task folders of Cline's forks (Roo Code, Kilo Code): their usage as they mean it, and
+requests placed by time where the UI messages record no ``conversationHistoryIndex``.
+
+The records follow the structure of real Kilo Code task folders of January 2026: every
+``api_req_started`` names ``apiProtocol`` and ``usageMissing``, and none names an index.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from windowkeeper import TokenUsage
+from windowkeeper.cli import cli
+from windowkeeper.cline import API_HISTORY_FILE, UI_MESSAGES_FILE, ApiRequest, load_task
+
+from .test_cline import write_folder
+
+
+def _history(turns: int, *, size: int = 4000) -> list[dict[str, Any]]:
+    """A task of ``turns`` requests: user then assistant, 100 ms apart, ts from 1,000."""
+    history: list[dict[str, Any]] = []
+    for turn in range(turns):
+        text = f"<task>\nstep {turn}\n</task>" if turn == 0 else f"result {turn} " + "x" * size
+        history.append({"role": "user", "content": [{"type": "text", "text": text}]})
+        history.append({"role": "assistant", "content": [{"type": "text", "text": f"ok {turn}"}]})
+    for position, message in enumerate(history):
+        message["ts"] = 1000 + 100 * position
+    return history
+
+
+def _started(ts: int, index: int | None = None, **info: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "ts": ts,
+        "type": "say",
+        "say": "api_req_started",
+        "text": json.dumps({"apiProtocol": "openai", "usageMissing": False, **info}),
+    }
+    if index is not None:
+        message["conversationHistoryIndex"] = index
+    return message
+
+
+def _usage(tokens_in: int, tokens_out: int = 100, reads: int = 0) -> dict[str, int]:
+    return {"tokensIn": tokens_in, "tokensOut": tokens_out, "cacheWrites": 0, "cacheReads": reads}
+
+
+def _folder(tmp_path: Path, history: list[dict[str, Any]], ui: list[dict[str, Any]]) -> Path:
+    return write_folder(tmp_path, {API_HISTORY_FILE: history, UI_MESSAGES_FILE: ui})
+
+
+class TestForkUsage:
+    def test_openai_protocol_counts_the_cached_input_once(self, tmp_path: Path) -> None:
+        """``tokensIn`` already holds the cache reads: the size is ``tokensIn + tokensOut``."""
+        ui = [_started(1001, **_usage(25_250, 900, reads=24_061))]
+        (request,) = load_task(_folder(tmp_path, _history(1), ui)).requests
+        assert request.usage == TokenUsage(tokens_in=1189, tokens_out=900, cache_reads=24_061)
+        assert request.usage.total == 25_250 + 900
+
+    def test_anthropic_protocol_and_cline_are_read_as_the_original_reads_them(
+        self, tmp_path: Path
+    ) -> None:
+        ui = [
+            _started(1001, apiProtocol="anthropic", **_usage(1189, 900, reads=24_061)),
+            {**_started(1201, **_usage(1189, 900, reads=24_061))},
+        ]
+        ui[1]["text"] = json.dumps(_usage(1189, 900, reads=24_061))  # Cline: no protocol
+        requests = load_task(_folder(tmp_path, _history(2), ui)).requests
+        assert [request.usage for request in requests] == [
+            TokenUsage(tokens_in=1189, tokens_out=900, cache_reads=24_061)
+        ] * 2
+
+    def test_usage_missing_is_no_measurement(self, tmp_path: Path) -> None:
+        ui = [_started(1001, usageMissing=True, **_usage(0, 0))]
+        (request,) = load_task(_folder(tmp_path, _history(1), ui)).requests
+        assert request.usage is None
+
+
+class TestPlacedByTime:
+    def test_each_request_sends_the_history_before_its_answer(self, tmp_path: Path) -> None:
+        """Answers at 1,100, 1,300 and 1,500: a retry answered once shares its index; a request
+        after the last answer (it failed) stays unplaced."""
+        ui = [
+            _started(1001, **_usage(10)),
+            _started(1201, **_usage(20)),
+            _started(1250, **_usage(21)),  # the retry of the request before
+            _started(1401, **_usage(30)),
+            _started(1601, **_usage(40)),
+        ]
+        requests = load_task(_folder(tmp_path, _history(3), ui)).requests
+        assert [request.conversation_history_index for request in requests] == [
+            -1,
+            1,
+            1,
+            3,
+            None,
+        ]
+        assert requests[0] == ApiRequest(
+            TokenUsage(tokens_in=10, tokens_out=100), 1001, -1, ui_index=0
+        )
+
+    def test_a_folder_that_records_an_index_is_read_as_recorded(self, tmp_path: Path) -> None:
+        ui = [_started(1001, -1, **_usage(10)), _started(1201, **_usage(20))]
+        requests = load_task(_folder(tmp_path, _history(2), ui)).requests
+        assert [request.conversation_history_index for request in requests] == [-1, None]
+
+    def test_messages_without_times_place_nothing(self, tmp_path: Path) -> None:
+        history = _history(2)
+        for message in history:
+            del message["ts"]
+        ui = [_started(1001, **_usage(10)), _started(1201, **_usage(20))]
+        requests = load_task(_folder(tmp_path, history, ui)).requests
+        assert [request.conversation_history_index for request in requests] == [None, None]
+
+    def test_a_replay_decides_as_with_the_indexes_recorded(self, tmp_path: Path) -> None:
+        """Placed by time, the recorded usage drives the same truncations as recorded indexes
+        (and not those of the estimate: the recorded sizes are larger)."""
+        history = _history(12)
+        sizes = [2000 + 2500 * turn for turn in range(12)]
+        by_time = [_started(1001 + 200 * turn, **_usage(size)) for turn, size in enumerate(sizes)]
+        indexed = [
+            _started(1001 + 200 * turn, 2 * turn - 1, **_usage(size))
+            for turn, size in enumerate(sizes)
+        ]
+        outputs = {}
+        for name, ui, usage in (
+            ("time", by_time, "recorded"),
+            ("index", indexed, "recorded"),
+            ("estimate", by_time, "estimated"),
+        ):
+            folder = _folder(tmp_path / name, history, ui)
+            argv = ["replay", str(folder), "--window", "16000", "--json", "--usage", usage]
+            result = CliRunner().invoke(cli, argv, catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+            outputs[name] = [
+                (request["index"], request["deleted_range"], request["truncated"])
+                for request in json.loads(result.output)["requests"]
+            ]
+        assert outputs["time"] == outputs["index"]
+        assert any(truncated for _, _, truncated in outputs["time"])
+        assert outputs["time"] != outputs["estimate"]
