@@ -449,6 +449,9 @@ class TestCurrentRecords:
             _record("user", "u1", None, "Hi", version="2.1.92"),
             _record("assistant", "a1", "u1", [_text("Hello")], version="2.1.92"),
             {"type": "last-prompt", "lastPrompt": "Hi", "sessionId": "s-1"},
+            # 2.1.22x bookkeeping
+            {"type": "file-history-delta", "messageId": "a1", "trackingPath": "/w/a.md"},
+            {"type": "bridge-session", "bridgeSessionId": "cse_1", "lastSequenceNum": 0},
         ]
         assert looks_like_claude_code(records)
         transcript = parse_claude_code(_jsonl(records), name="s.jsonl")

@@ -379,3 +379,36 @@ class TestCurrentRollout:
             "src/dates.py": 2,
             "tests/test_dates.py": 1,
         }
+
+
+class TestForkedThreads:
+    """Codex 0.15x: forked threads and per-call usage records."""
+
+    def _meta(self, **extra: Any) -> dict[str, Any]:
+        return _line("session_meta", {"id": "t-2", "cli_version": "0.159.0", **extra})
+
+    def test_a_forked_thread_says_it_starts_partway(self) -> None:
+        base = {"thread_id": "t-1", "end_ordinal_exclusive": 684, "end_byte_offset": 29454}
+        records = [self._meta(ordinal=684, history_base=base), _message("user", "Go on.")]
+        transcript = parse_codex(_jsonl(records), name="fork.jsonl")
+        assert transcript.warnings == (
+            "fork.jsonl:1: payload: this thread was forked from thread t-1: its first 684 items"
+            " are in that thread's rollout, not in this file, so the transcript starts partway",
+        )
+        assert parse_codex(_jsonl([self._meta(), _message("user", "Hi")])).warnings == ()
+
+    def test_a_usage_record_is_bookkeeping(self) -> None:
+        """Its counts are the token_count event's: read once, and not reported as unknown."""
+        usage = {"input_tokens": 14568, "cached_input_tokens": 9984, "output_tokens": 115}
+        records = [
+            self._meta(),
+            _message("user", "Hi"),
+            _message("assistant", "Hello"),
+            _tokens(14568, 9984, 115, 14683),
+            _line("token_usage_record", {"response_id": "resp_1", "usage": usage}),
+        ]
+        transcript = parse_codex(_jsonl(records))
+        assert transcript.unknown == ()
+        assert [request.usage for request in transcript.requests] == [
+            TokenUsage(tokens_in=4584, tokens_out=115, cache_reads=9984)
+        ]

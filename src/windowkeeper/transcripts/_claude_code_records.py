@@ -32,6 +32,9 @@ _KNOWN_TYPES = _MESSAGE_TYPES | {
     "tag",
     "worktree-state",
     "cost-state",
+    # bookkeeping of 2.1.22x: file backups taken after a snapshot, a remote-control bridge
+    "file-history-delta",
+    "bridge-session",
 }
 
 

@@ -7,7 +7,8 @@ the record before it in ``parentUuid``, so the file holds a tree: "redo from her
 resumed sessions add branches, and the live conversation is the chain from the newest message
 back to a root. Other records: ``summary`` (a title for a branch, with its ``leafUuid``),
 ``system`` (notices: ``compact_boundary``, ``api_error``, ``turn_duration``, ...),
-``file-history-snapshot``, ``queue-operation``, ``custom-title``, ``progress`` and (2.1.x)
+``file-history-snapshot`` (and, 2.1.22x, ``file-history-delta``), ``bridge-session``,
+``queue-operation``, ``custom-title``, ``progress`` and (2.1.x)
 ``attachment``: hook output, reminders and listings, and ``queued_command``, a prompt the user
 typed while the agent worked, which is read as a user record (the model answers it); other
 attachments are reported in ``Transcript.unknown``. Records with

@@ -18,7 +18,12 @@ object per line, ``{"timestamp", "type", "payload"}``, where ``type`` is
   snapshot of ``state``: ``agents_md``, ``skills``, ``environments``...; else the keys that
   changed), kept to tell what changed on resume. What the model was sent of it is in the
   ``response_item`` messages already (the AGENTS.md text, ``<environment_context>``), so the
-  line is bookkeeping: skipped, as ``turn_context`` is.
+  line is bookkeeping: skipped, as ``turn_context`` is;
+- ``token_usage_record`` (0.153): the usage of one model call, by response id. Its counts are
+  the ``token_count`` event's, which is what is read: skipped.
+
+A thread forked from another one (0.15x) names it in ``session_meta.history_base`` and holds
+only what came after the fork: the transcript then starts partway, and a warning says so.
 
 Rollouts written before ``session_meta`` existed (mid 2025) start with a bare ``{"id",
 "timestamp", "instructions"}`` line, hold bare response items on the other lines and
@@ -96,7 +101,15 @@ __all__ = ["FORMAT", "looks_like_codex", "parse_codex", "read_codex"]
 FORMAT = "codex"
 
 _LINE_TYPES = frozenset(
-    {"session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state"}
+    {
+        "session_meta",
+        "response_item",
+        "event_msg",
+        "turn_context",
+        "compacted",
+        "world_state",
+        "token_usage_record",
+    }
 )
 _DROPPED_ITEMS = frozenset({"reasoning", "ghost_snapshot", "compaction", "compaction_summary"})
 _CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
@@ -198,8 +211,8 @@ class _Reader:
                 self._token_count(line, event, f"{where}: payload")
         elif line_type == "compacted":
             self._compacted(line, mapping(payload, f"{where}: payload"), f"{where}: payload")
-        elif line_type == "world_state":
-            pass  # bookkeeping: its content is sent as response items (module docstring)
+        elif line_type in ("world_state", "token_usage_record"):
+            pass  # bookkeeping, or counts read from token_count (module docstring)
         else:
             self.unknown.append(Unknown(where, line_type))
 
@@ -207,6 +220,15 @@ class _Reader:
         if self._meta_seen:  # a forked or resumed rollout repeats its parent's
             return
         self._meta_seen = True
+        base_thread = meta.get("history_base")
+        if isinstance(base_thread, dict):
+            items = base_thread.get("end_ordinal_exclusive")
+            before = f"its first {items} items" if isinstance(items, int) else "its start"
+            self.warnings.append(
+                f"{where}: this thread was forked from thread"
+                f" {base_thread.get('thread_id', '(unnamed)')}: {before} are in that thread's"
+                " rollout, not in this file, so the transcript starts partway"
+            )
         version = meta.get("cli_version")
         self.version = version if isinstance(version, str) else None
         base = meta.get("base_instructions")
