@@ -142,3 +142,34 @@ class TestPlacedByTime:
         assert outputs["time"] == outputs["index"]
         assert any(truncated for _, _, truncated in outputs["time"])
         assert outputs["time"] != outputs["estimate"]
+
+
+class TestCondensedMessages:
+    """Roo Code and Kilo Code tag what they condense instead of deleting it: the reader says so."""
+
+    def _inspect(self, folder: Path) -> str:
+        result = CliRunner().invoke(cli, ["inspect", str(folder)], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    def test_a_summary_names_the_messages_it_stands_for(self, tmp_path: Path) -> None:
+        history = _history(5)
+        for index in (1, 2, 3, 4, 7):
+            history[index]["condenseParent"] = "c-1"
+        history[8].update(isSummary=True, condenseId="c-1")
+        history[6]["truncationParent"] = "t-1"
+        history.insert(9, {"role": "assistant", "content": "[hidden]", "ts": 1850})
+        history[9].update(isTruncationMarker=True, truncationId="t-1")
+        output = self._inspect(_folder(tmp_path, history, []))
+        assert (
+            "warning       history[1..4, 7]: condensed into the summary at history[8] by Roo Code"
+            " or Kilo Code, which sent that in their place; they are read here as the folder"
+            " holds them"
+        ) in output
+        assert "history[6]: hidden by the marker at history[9]" in output
+
+    def test_tags_without_their_summary_say_nothing(self, tmp_path: Path) -> None:
+        """A summary since rewound: the fork sends the tagged messages again."""
+        history = _history(3)
+        history[1]["condenseParent"] = "gone"
+        assert "warning" not in self._inspect(_folder(tmp_path, history, []))

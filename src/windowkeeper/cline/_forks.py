@@ -12,7 +12,7 @@ from typing import Any
 from ..core._messages import Message
 from ..core._usage import TokenUsage
 
-__all__ = ["answers_by_time", "fork_usage"]
+__all__ = ["answers_by_time", "condensed_notes", "fork_usage"]
 
 
 def fork_usage(info: Mapping[str, Any], usage: TokenUsage) -> TokenUsage | None:
@@ -56,3 +56,48 @@ def answers_by_time(times: Sequence[int | None], history: Sequence[Message]) -> 
             next_answer += 1
         found.append(answers[next_answer][0] if next_answer < len(answers) else None)
     return found
+
+
+def condensed_notes(history: Sequence[Message]) -> list[str]:
+    """What the forks hid without deleting: messages tagged ``condenseParent`` (or
+    ``truncationParent``) that name a summary's ``condenseId`` (a truncation marker's
+    ``truncationId``) in the history. The fork sent the summary or marker in their place;
+    the folder holds them all, and so does what is read from it. One note per summary or
+    marker, naming the messages it stands for."""
+    kinds = (
+        ("condenseParent", "isSummary", "condenseId", "condensed into the summary"),
+        ("truncationParent", "isTruncationMarker", "truncationId", "hidden by the marker"),
+    )
+    notes: list[str] = []
+    for parent_key, flag, id_key, what in kinds:
+        heads = {
+            message[id_key]: index
+            for index, message in enumerate(history)
+            if message.get(flag) is True and isinstance(message.get(id_key), str)
+        }
+        hidden: dict[str, list[int]] = {}
+        for index, message in enumerate(history):
+            parent = message.get(parent_key)
+            if isinstance(parent, str) and parent in heads:
+                hidden.setdefault(parent, []).append(index)
+        for parent, indexes in hidden.items():
+            notes.append(
+                f"history{_ranges(indexes)}: {what} at history[{heads[parent]}] by Roo Code or"
+                " Kilo Code, which sent that in their place; they are read here as the folder"
+                " holds them"
+            )
+    return notes
+
+
+def _ranges(indexes: list[int]) -> str:
+    """``[1..10]``, ``[3]`` or ``[1..4, 7]`` for sorted indexes."""
+    spans: list[str] = []
+    start = previous = indexes[0]
+    for index in [*indexes[1:], None]:
+        if index is not None and index == previous + 1:
+            previous = index
+            continue
+        spans.append(str(start) if start == previous else f"{start}..{previous}")
+        if index is not None:
+            start = previous = index
+    return "[" + ", ".join(spans) + "]"

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from .._errors import MalformedMessageError, TaskFolderError, TraceError
+from ..cline._forks import condensed_notes
 from ..cline._task import (
     API_HISTORY_FILE,
     ApiRequest,
@@ -162,6 +163,7 @@ def _load(source: Path, format: str | None) -> Trace:
             task.deleted_range,
             task.context_history,
             session_folder=task.path if stored else None,
+            warnings=tuple(condensed_notes(task.history)),
         )
     if source.is_dir():
         raise TraceError(f"{source}: a folder can only be read as a Cline task folder")
