@@ -2,7 +2,8 @@
 
 Run with ``.venv/bin/python bench/replay_transcripts.py PATH... [--windows 8000,32000,128000]``.
 Nothing is bundled: give it real files (a Claude Code ``.jsonl``, a Codex rollout, a Gemini CLI
-recording, an OpenHands folder, ...). Each is read with ``read_transcript`` and fed to a
+recording, an OpenHands folder, a Cline or Roo Code task folder, a SWE-agent ``.traj``, ...).
+Each is read as the command line reads it (``load_trace``) and fed to a
 ``ContextSession`` request by request (one request before each model response), at every
 window, in the Anthropic shape and in the OpenAI shape (the transcript converted with
 ``from_anthropic``), in the default mode, ledger-only compaction (``summarize=True``) and
@@ -13,7 +14,7 @@ checks it (the latest user instruction verbatim, every file edited so far, the l
 state: ``_frontier``). A row
 per file, window, shape and mode; exit 1 when any request raised something other than
 ``ContextOverflowError``, was rejected, or was refused in a compaction mode where the default
-mode sent it (a fold that lost part of the state of work is reported, not an error: at a small
+mode sent it, or when a path could not be read (it is named, and the others still run; a fold that lost part of the state of work is reported, not an error: at a small
 window the continuation may have to be clipped below it).
 """
 
@@ -31,11 +32,11 @@ from typing import Any
 from _compaction import FOLDS
 from _doubles import StrictDouble, StrictOpenAIDouble
 from _frontier import Frontier
-from windowkeeper import ContextOverflowError, ContextSession
+from windowkeeper import ContextOverflowError, ContextSession, WindowkeeperError
 from windowkeeper.core._messages import Message
 from windowkeeper.formats.openai import from_anthropic
 from windowkeeper.tools._replay import request_points
-from windowkeeper.transcripts._detect import read_transcript
+from windowkeeper.tools._trace import load_trace
 
 WINDOWS = (8_000, 32_000, 128_000)
 SHAPES = ("anthropic", "openai")
@@ -106,9 +107,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for path in options.paths:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the readers' repairs are listed by `inspect`
-            transcript = read_transcript(path)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the readers' repairs are listed by `inspect`
+                trace = load_trace(path)
+        except WindowkeeperError as error:
+            failed = True
+            print(f"| {path.name} | unreadable: {error} |")
+            continue
         for window in windows:
             for shape in SHAPES:
                 default: set[int] | None = None
@@ -116,9 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     try:
                         with warnings.catch_warnings():
                             warnings.simplefilter("ignore")
-                            row = replay(
-                                transcript.messages, transcript.system, window, shape, mode
-                            )
+                            row = replay(trace.history, trace.system, window, shape, mode)
                     except Exception:  # a traceback is a finding: report it, go on
                         failed = True
                         print(f"{path} {window} {shape} {mode}: raised")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -23,6 +24,42 @@ def test_a_fixture_replays_clean_in_every_mode(capsys: pytest.CaptureFixture[str
     assert main([str(path), "--windows", "8000"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| claude")]
     assert len(rows) == 6  # 2 shapes x 3 modes
+
+
+def test_every_format_the_command_line_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A SWE-agent trajectory and a Cline task folder replay too; a path that cannot be read is
+    named, the others still run, and the exit is 1."""
+    folder = tmp_path / "task"
+    folder.mkdir()
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nfix it\n</task>"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Fixed."}]},
+    ]
+    (folder / "api_conversation_history.json").write_text(json.dumps(history))
+    call = {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    trajectory = {
+        "history": [
+            {"role": "system", "content": "You are a programmer."},
+            {"role": "user", "content": "Fix the bug."},
+            {"role": "assistant", "content": "Looking.", "tool_calls": [call]},
+            {"role": "tool", "content": "ok", "tool_call_ids": ["c1"]},
+            {"role": "assistant", "content": "Done."},
+        ],
+        "trajectory": [],
+        "info": {},
+    }
+    (tmp_path / "run.traj").write_text(json.dumps(trajectory))
+    missing = tmp_path / "missing.jsonl"
+    paths = [str(tmp_path / "run.traj"), str(folder), str(missing)]
+    assert main([*paths, "--windows", "8000"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert len([row for row in out if row.startswith("| run.traj |")]) == 6
+    assert len([row for row in out if row.startswith("| task |")]) == 6
+    assert [row for row in out if row.startswith("| missing.jsonl")] == [
+        f"| missing.jsonl | unreadable: {missing}: no such file or folder |"
+    ]
 
 
 def test_the_same_requests_in_every_shape_and_mode(capsys: pytest.CaptureFixture[str]) -> None:
