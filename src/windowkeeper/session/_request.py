@@ -129,10 +129,12 @@ class RequestBuilder:
                 placed[1] = known[1]
             else:
                 self._noticed = (sent[1], placed[1])
-        if opens_with_greeting(placed) and state.compaction.fold is None:
-            placed = self._greeting_noticed(placed, state)
         fold = state.compaction.fold
-        if fold is not None and len(placed) >= 2:  # also when only messages 0-1 are left
+        # a fold whose text gave way (it could not fit) sends no continuation
+        continued = fold is not None and bool(fold.text)
+        if opens_with_greeting(placed) and not continued:
+            placed = self._greeting_noticed(placed, state)
+        if fold is not None and continued and len(placed) >= 2:  # also with only messages 0-1
             placed = [*placed[:2], self._continuation(fold.text, placed[1]), *placed[2:]]
         merged = self._merger.merge(placed)
         fixed = self._orphans.apply(merged)

@@ -128,7 +128,32 @@ class Shrinker:
                         reason="the summary and ledger were cut to fit the window",
                     )
                 )
+            if draft.estimate > limit and draft.state.compaction.fold is not None:
+                shrunk += self._without_continuation(draft)
             draft.state, paused = compaction.counted(draft.state, shrunk, len(history))
             if paused is not None:
                 shrunk.append(paused)
         return draft, shrunk
+
+    def _without_continuation(self, draft: Draft) -> list[Action]:
+        """The fold's text gives way altogether when even its shortest form leaves the request
+        over the limit: the folded turns stay hidden (the newest turn's results whose call was
+        folded still go, as text), no continuation is sent, message 1 gets the original's
+        truncation notice, and the steps shrink the request on without a new fold, rather than
+        let it be refused. The fold keeps its summary, and the
+        next fold writes its ledger from the history again, so nothing is lost for good."""
+        fold = draft.state.compaction.fold
+        assert fold is not None  # the caller checked
+        draft.state = draft.state.with_compaction(fold=replace(fold, text=""))
+        draft.add_truncation_notice()  # message 1 says what was hidden, as without compaction
+        draft.may_fold = False
+        draft.refresh()
+        dropped = Action(
+            "continuation-dropped",
+            deleted_range=draft.state.deleted_range,
+            reason="even the shortest summary and ledger leave the request over the window:"
+            " it is sent without them, as without compaction",
+        )
+        # the steps shrink on as without compaction: a fold now would bring a text back
+        plain = [step for step in self.steps if step.name != "summarize"]
+        return [dropped, *run_steps(plain, draft)]
