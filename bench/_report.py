@@ -20,18 +20,21 @@ GROWTH_TITLE = "## Growth to 100,000 messages"
 written again (its run is separate: a few minutes of its own)."""
 PAUSES_TITLE = "## Pauses: live objects and full collections"
 """The section bench/bench_pauses.py's results are written under, kept the same way."""
+TRANSCRIPTS_TITLE = "## Transcripts outside the corpus"
+"""The section on real transcripts replayed with bench/replay_transcripts.py, kept the same way:
+those files are never bundled, so no run of this report can measure them again."""
 _DOCS = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 
 def growth_section(path: Path = _DOCS) -> list[str]:
-    """The lines of the growth and pauses sections of the report at ``path``, in that order
-    (none of a section it does not have)."""
+    """The lines of the growth, pauses and outside-transcripts sections of the report at
+    ``path``, in that order (none of a section it does not have)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
         return []
     kept: list[str] = []
-    for title in (GROWTH_TITLE, PAUSES_TITLE):
+    for title in (GROWTH_TITLE, PAUSES_TITLE, TRANSCRIPTS_TITLE):
         if title not in lines:
             continue
         start = lines.index(title)

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "bench"))
 from _evaluation import Evaluation, Growth
 from _generated import generated_session
 from _peers import LastTokensPolicy, MaskingPolicy, from_langchain, to_langchain
-from _report import format_report
+from _report import format_report, growth_section
 from _roo import load_roo_export
 from _runner import (
     CLINE,
@@ -274,3 +274,25 @@ class TestCompactionFigures:
         # one of them as issued: that rule apart, the double accepts every request
         assert set(inband.totals.strict_rules) <= {"thinking_signature"}
         assert all(0.0 <= r <= 1.0 for r in inband.totals.summary_previous_read)
+
+
+def test_hand_measured_sections_survive_a_new_report(tmp_path: Path) -> None:
+    """The growth, pauses and outside-transcripts sections come from runs of their own (the
+    transcripts are never bundled): writing the report again keeps them, in that order."""
+    old = tmp_path / "benchmarks.md"
+    old.write_text(
+        "# Benchmarks\n\n## Every trace\n\nregenerated\n\n"
+        "## Transcripts outside the corpus\n\n27 files replayed\n\n"
+        "## Growth to 100,000 messages\n\nflat\n\n## Storage\n\nsee storage.md\n",
+        encoding="utf-8",
+    )
+    assert growth_section(old) == [
+        "## Growth to 100,000 messages",
+        "",
+        "flat",
+        "",
+        "## Transcripts outside the corpus",
+        "",
+        "27 files replayed",
+        "",
+    ]
