@@ -173,3 +173,38 @@ class TestCondensedMessages:
         history = _history(3)
         history[1]["condenseParent"] = "gone"
         assert "warning" not in self._inspect(_folder(tmp_path, history, []))
+
+
+class TestOlderCondense:
+    """Roo Code's condense before non-destructive tags deleted what it summarized."""
+
+    def _condensed(self) -> list[dict[str, Any]]:
+        """The task, then the summary written at 2,000 in place of turns gone, then a turn."""
+        history = _history(2)
+        summary = {"role": "assistant", "content": "Summary of the work.", "ts": 2000}
+        history[1:3] = [summary, {"role": "user", "content": "go on", "ts": 2100}]
+        history[1]["isSummary"] = True
+        history[3]["ts"] = 2200
+        return history
+
+    def test_requests_that_sent_deleted_messages_are_not_placed(self, tmp_path: Path) -> None:
+        ui = [_started(1001, **_usage(90_000)), _started(1500, **_usage(95_000))]
+        ui.append(_started(2150, **_usage(3_000)))
+        requests = load_task(_folder(tmp_path, self._condensed(), ui)).requests
+        assert [request.conversation_history_index for request in requests] == [None, None, 1]
+
+    def test_the_summary_is_named(self, tmp_path: Path) -> None:
+        result = CliRunner().invoke(cli, ["inspect", str(_folder(tmp_path, self._condensed(), []))])
+        assert (
+            "history[1]: a summary Roo Code or Kilo Code wrote in place of the messages before"
+            " it, which it deleted: the requests that sent them cannot be replayed"
+        ) in result.output
+
+    def test_a_request_that_never_reported_is_no_measurement(self, tmp_path: Path) -> None:
+        """A fork's api_req_started holding only its request (cancelled, failed): no usage; a
+        Cline one reads as the original reads it, missing counts 0."""
+        fork = {"ts": 1001, "type": "say", "say": "api_req_started"}
+        fork["text"] = json.dumps({"request": "...", "apiProtocol": "openai"})
+        cline = {**fork, "text": json.dumps({"request": "..."}), "ts": 1201}
+        requests = load_task(_folder(tmp_path, _history(2), [fork, cline])).requests
+        assert [request.usage for request in requests] == [None, TokenUsage()]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import TaskFolderError, validate_messages
+from windowkeeper import MalformedMessageError, TaskFolderError, validate_messages
 from windowkeeper.tools._inspection import inspect_trace
 from windowkeeper.tools._trace import load_trace
 from windowkeeper.transcripts import Unknown
@@ -161,6 +161,25 @@ class TestStream:
         results = transcript.messages[2]["content"]
         assert [block["tool_use_id"] for block in results] == ["c1", "c2"]
         assert transcript.model_calls == 2
+
+    def test_calls_of_the_sdk_before_1_0(self) -> None:
+        """Agent-server events of September 2025 keep the call as the OpenAI SDK gives it
+        (``function``: name and arguments); read as the 1.x shape is."""
+        old = _action("c1", "r1", command="pwd")
+        old["tool_call"] = {
+            "index": 1,
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "terminal", "arguments": json.dumps({"command": "pwd"})},
+        }
+        old_shape = parse_openhands_v1([_user("go"), old, _observation("c1")]).messages
+        current = parse_openhands_v1([_user("go"), _action("c1", "r1", "pwd"), _observation("c1")])
+        assert old_shape == current.messages
+        assert old_shape[1]["content"][0]["input"] == {"command": "pwd"}
+        broken = _action("c1", "r1")
+        broken["tool_call"] = {"id": "c1", "function": {"arguments": "{}"}}
+        with pytest.raises(MalformedMessageError, match=r"tool_call\.function\.name"):
+            parse_openhands_v1([_user("go"), broken, _observation("c1")])
 
     def test_unanswered_call_is_left_out(self) -> None:
         """A call the run never answered is dropped, as the SDK's view drops it."""

@@ -14,17 +14,21 @@ from ..core._usage import TokenUsage
 
 __all__ = ["answers_by_time", "condensed_notes", "fork_usage"]
 
+_TOKEN_FIELDS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")
+
 
 def fork_usage(info: Mapping[str, Any], usage: TokenUsage) -> TokenUsage | None:
     """The usage of one ``api_req_started`` as the forks mean it.
 
-    ``usageMissing``: the provider reported nothing, and the zeros are no measurement, so no
-    decision follows. ``apiProtocol: "openai"``: ``tokensIn`` already counts the cached input
+    ``usageMissing``, or no token count at all beside ``apiProtocol``: the provider reported
+    nothing, and zeros would be no measurement, so no decision follows. ``apiProtocol: "openai"``: ``tokensIn`` already counts the cached input
     (Roo's own context size is ``tokensIn + tokensOut`` then), so the cache reads and writes are
     taken out of it, to be counted once.
     """
     if info.get("usageMissing") is True:
         return None
+    if "apiProtocol" in info and not any(key in info for key in _TOKEN_FIELDS):
+        return None  # a fork's request that never reported (cancelled, failed): no measurement
     if info.get("apiProtocol") != "openai":
         return usage
     cached = usage.cache_reads + usage.cache_writes
@@ -39,8 +43,9 @@ def fork_usage(info: Mapping[str, Any], usage: TokenUsage) -> TokenUsage | None:
 def answers_by_time(times: Sequence[int | None], history: Sequence[Message]) -> list[int | None]:
     """For requests started at ``times`` (in order), the assistant message that answered each:
     the first one written at or after it started. A request after the last answer (a failed or
-    pending one), or without a time, has None; so has every one when the messages have no times.
-    """
+    pending one), or without a time, has None; so has every one when the messages have no times,
+    and one whose first answer is a summary (``isSummary``): an older condense deleted the
+    messages it sent and wrote the summary in their place."""
     answers = [
         (index, ts)
         for index, message in enumerate(history)
@@ -54,7 +59,8 @@ def answers_by_time(times: Sequence[int | None], history: Sequence[Message]) -> 
             continue
         while next_answer < len(answers) and answers[next_answer][1] < ts:
             next_answer += 1
-        found.append(answers[next_answer][0] if next_answer < len(answers) else None)
+        answer = answers[next_answer][0] if next_answer < len(answers) else None
+        found.append(None if answer is None or history[answer].get("isSummary") is True else answer)
     return found
 
 
@@ -85,6 +91,12 @@ def condensed_notes(history: Sequence[Message]) -> list[str]:
                 f"history{_ranges(indexes)}: {what} at history[{heads[parent]}] by Roo Code or"
                 " Kilo Code, which sent that in their place; they are read here as the folder"
                 " holds them"
+            )
+    for index, message in enumerate(history):
+        if message.get("isSummary") is True and not isinstance(message.get("condenseId"), str):
+            notes.append(
+                f"history[{index}]: a summary Roo Code or Kilo Code wrote in place of the messages"
+                " before it, which it deleted: the requests that sent them cannot be replayed"
             )
     return notes
 

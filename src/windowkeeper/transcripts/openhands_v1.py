@@ -280,10 +280,16 @@ class _Reader:
             for block in _contents(event.get("thought") or [], f"{where}.thought"):
                 self.builder.add("assistant", block)
         call = mapping(event.get("tool_call"), f"{where}.tool_call", MalformedMessageError)
+        at = f"{where}.tool_call"
+        if call.get("name") is None and isinstance(call.get("function"), dict):
+            # the SDK before 1.0 kept the call as the OpenAI SDK gives it:
+            # {"id", "type": "function", "function": {"name", "arguments"}}
+            at = f"{where}.tool_call.function"
+            call = {"id": call.get("id"), **call["function"]}
         call_id = string(call.get("id"), f"{where}.tool_call.id", MalformedMessageError)
-        name = string(call.get("name"), f"{where}.tool_call.name", MalformedMessageError)
+        name = string(call.get("name"), f"{at}.name", MalformedMessageError)
         raw = call.get("arguments", "{}")
-        tool_input = arguments(raw) if isinstance(raw, str) else mapping(raw, f"{where}.tool_call")
+        tool_input = arguments(raw) if isinstance(raw, str) else mapping(raw, at)
         self.builder.add("assistant", tool_use(call_id, name, tool_input))
         if response is None:
             self.builder.end_response()
