@@ -167,8 +167,7 @@ class TestRequests:
         """An api_req_started without text is a request about which nothing is known."""
         ui = [{"ts": 5, "type": "say", "say": "api_req_started", "text": ""}]
         task = load_task(write_folder(tmp_path, {API_HISTORY_FILE: HISTORY, UI_MESSAGES_FILE: ui}))
-        # no UI message records an index: the request is placed by time, before message 1
-        assert task.requests == (ApiRequest(None, 5, -1, ui_index=0),)
+        assert task.requests == (ApiRequest(None, 5, None, ui_index=0),)  # Cline: not placed
 
     def test_history_only_usage_comes_from_metrics(self, tmp_path: Path) -> None:
         """Without UI messages, each assistant message's metrics.tokens is its request's usage.

@@ -11,9 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
-from windowkeeper import TokenUsage
+from windowkeeper import TaskFolderError, TokenUsage
 from windowkeeper.cli import cli
 from windowkeeper.cline import API_HISTORY_FILE, UI_MESSAGES_FILE, ApiRequest, load_task
 
@@ -208,3 +209,20 @@ class TestOlderCondense:
         cline = {**fork, "text": json.dumps({"request": "..."}), "ts": 1201}
         requests = load_task(_folder(tmp_path, _history(2), [fork, cline])).requests
         assert [request.usage for request in requests] == [None, TokenUsage()]
+
+
+def test_a_bad_token_field_is_named_as_such(tmp_path: Path) -> None:
+    """Not a JSON complaint: the text is JSON, its field is not a number."""
+    ui = [{"ts": 1001, "type": "say", "say": "api_req_started", "text": '{"tokensIn": "abc"}'}]
+    with pytest.raises(TaskFolderError) as raised:
+        load_task(_folder(tmp_path, _history(1), ui))
+    assert "not JSON" not in str(raised.value)
+    assert "api_req_started field 'tokensIn' is not a number" in str(raised.value)
+
+
+def test_a_cline_folder_without_indexes_is_not_placed(tmp_path: Path) -> None:
+    """Only a fork's folder (its requests name apiProtocol) is placed by time."""
+    ui = [_started(1001, **_usage(10))]
+    ui[0]["text"] = json.dumps(_usage(10))
+    (request,) = load_task(_folder(tmp_path, _history(1), ui)).requests
+    assert request.conversation_history_index is None

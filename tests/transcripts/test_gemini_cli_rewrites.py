@@ -128,9 +128,20 @@ class TestContextMessages:
             ("assistant", "Done."),
         ]
 
-    def test_a_recording_of_context_only_holds_no_message(self) -> None:
-        text = _jsonl(_META, {"$set": {"messages": [_user("c", "<session_context>\nx")]}})
-        assert parse_gemini_cli(text).messages == ()
+    def test_a_rewrite_that_holds_context_keeps_only_the_conversation(self) -> None:
+        rewrite = [_user("c", "<session_context>\nx"), _user("u", "Fix it."), _gemini("g", "Ok.")]
+        text = _jsonl(_META, _user("old", "stale"), {"$set": {"messages": rewrite}})
+        assert _texts(parse_gemini_cli(text).messages) == [
+            ("user", "Fix it."),
+            ("assistant", "Ok."),
+        ]
+
+    def test_records_upstream_ignores_are_not_fatal(self) -> None:
+        """A ``$set.messages`` that is not a list and a ``$rewindTo`` that is not an id."""
+        text = _jsonl(_META, _user("u", "Fix it."), {"$set": {"messages": {}}}, {"$rewindTo": None})
+        transcript = parse_gemini_cli(text, name="rec.jsonl")
+        assert _texts(transcript.messages) == [("user", "Fix it.")]
+        assert transcript.unknown == (Unknown("rec.jsonl:4", "record without an id"),)
 
 
 _STEERING = "User steering update:\n<user_input>\nuse pytest\n</user_input>"
@@ -190,3 +201,27 @@ class TestSteeringHints:
         transcript = parse_gemini_cli(_jsonl(*records))
         assert ("user", "Also lint.") in _texts(transcript.messages)
         assert [text for _, text in _texts(transcript.messages)].count(_STEERING) == 1
+
+    def test_typed_words_equal_to_a_result_are_kept(self) -> None:
+        """Only a copy (it repeats a response just read) loses what was read: a user typing
+        text a tool also returned is not a copy."""
+        call = {"id": "ask_1", "name": "ask", "args": {}, "result": [{"text": "yes"}]}
+        text = _jsonl(
+            _META,
+            _user("u1", "Go."),
+            _gemini("g1", "Asking.", toolCalls=[call]),
+            _user("u2", "yes"),
+        )
+        assert _texts(parse_gemini_cli(text).messages)[-2:] == [("user", "yes"), ("user", "yes")]
+
+    def test_a_response_to_another_call_is_kept(self) -> None:
+        other = {"functionResponse": {"id": "run_2", "name": "run", "response": {"output": "b"}}}
+        records = [json.loads(line) for line in self._recording("ok", "ok").splitlines()]
+        records[3]["content"].append(other)
+        results = [
+            block["tool_use_id"]
+            for message in parse_gemini_cli(_jsonl(*records)).messages
+            for block in message["content"]
+            if block["type"] == "tool_result"
+        ]
+        assert results == ["run_1", "run_2"]

@@ -87,9 +87,9 @@ class ApiRequest:
     assistant message without ``metrics.tokens``); the original then makes no decision.
     ``conversation_history_index`` is Cline's: the history length minus one when the request was
     announced, before its user message was appended, so the request sent
-    ``history[: conversation_history_index + 2]``. In a folder whose UI messages record none
-    (Roo Code, Kilo Code) it is found by time: the request sent the history before the first
-    assistant message written after it started.
+    ``history[: conversation_history_index + 2]``. In a fork's folder whose UI messages record
+    none (Roo Code, Kilo Code: their requests name ``apiProtocol``) it is found by time: the
+    request sent the history before the first assistant message written at or after it started.
     """
 
     usage: TokenUsage | None
@@ -126,7 +126,9 @@ class ClineTask:
         else:
             ui_file = self.path / UI_MESSAGES_FILE
             requests = _ui_requests(ui_file, self.ui_messages)
-            if all(request.conversation_history_index is None for request in requests):
+            if _forked(self.ui_messages) and all(
+                request.conversation_history_index is None for request in requests
+            ):
                 requests = _placed_by_time(requests, self.history)  # Roo Code, Kilo Code
             deleted_range = _recorded_deleted_range(ui_file, self.ui_messages)
         object.__setattr__(self, "requests", requests)
@@ -378,12 +380,12 @@ def _ui_request(path: Path, position: int, message: Mapping[str, Any]) -> ApiReq
         try:
             info = json.loads(text)
             usage = TokenUsage.from_api_req_info(info)
+        except InvalidUsageError as error:  # a ValueError too: caught first
+            raise _error(path, f"{where}.text", str(error)) from None
         except ValueError as error:
             raise _error(
                 path, f"{where}.text", f"api_req_started text is not JSON: {error}"
             ) from None
-        except InvalidUsageError as error:
-            raise _error(path, f"{where}.text", str(error)) from None
         except RecursionError:
             raise _error(path, f"{where}.text", "JSON nested too deeply") from None
         for name, field_name in _USAGE_FIELDS.items():
@@ -395,6 +397,14 @@ def _ui_request(path: Path, position: int, message: Mapping[str, Any]) -> ApiReq
         message.get("conversationHistoryIndex"), path, f"{where}.conversationHistoryIndex"
     )
     return ApiRequest(usage, ts, index, ui_index=position)
+
+
+def _forked(ui_messages: Sequence[Any]) -> bool:
+    """Whether a fork of Cline wrote these UI messages: its requests name ``apiProtocol``."""
+    return any(
+        message.get("say") == _API_REQ_STARTED and '"apiProtocol"' in (message.get("text") or "")
+        for message in ui_messages
+    )
 
 
 def _placed_by_time(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._common import Unknown, array, mapping, string
+from ._common import Unknown, array, mapping
 
 __all__ = ["label", "latest_messages"]
 
@@ -33,8 +33,8 @@ def latest_messages(
     messages: _Messages = {}
     for where, value in records:
         record = mapping(value, label(where))
-        if "$rewindTo" in record:
-            target = string(record["$rewindTo"], f"{where}$rewindTo")
+        if isinstance(record.get("$rewindTo"), str):
+            target = record["$rewindTo"]
             ids = list(messages)
             cut = ids.index(target) if target in ids else 0
             for message_id in ids[cut:]:
@@ -43,7 +43,7 @@ def latest_messages(
             messages[record["id"]] = (where, record)
         elif isinstance(record.get("$set"), dict):
             rewrite = record["$set"].get("messages")
-            if rewrite is not None:  # the whole history, written again: it starts over
+            if isinstance(rewrite, list):  # the whole history, written again: it starts over
                 messages.clear()
                 _listed(rewrite, f"{where}$set.messages", messages, unknown)
         elif "sessionId" in record:

@@ -31,8 +31,8 @@ Mapping rules:
   ``content`` parts, and when those hold no function call, its ``toolCalls`` as function calls
   after them), followed by a user content of the tool calls' results (a string result as
   ``{"output": result}``). The user message recorded right after those results repeats what
-  was sent with them (a steering hint, the responses): a part already read there (a function
-  response by id, other parts by value) is not read twice; a Gemini CLI resume would send it
+  was sent with them (a steering hint, the responses): when it repeats a function response
+  just read (by id), a part already read there (other parts by value) is not read twice; a Gemini CLI resume would send it
   twice, but the live request held it once.
 - **Contents to messages.** ``user`` becomes user and ``model`` assistant. Text parts become text
   blocks; function calls tool_use blocks (``args`` as input); function responses tool_result
@@ -215,13 +215,16 @@ class _Reader:
                 continue
             if message_type == "user":
                 parts = self._part_list(message.get("content"), f"{where}content")
-                if answered:
-                    # the user content Gemini CLI sent with the results is recorded again after
-                    # them (a steering hint and the responses): the request held one copy
+                if answered and any(
+                    isinstance(part, dict) and "functionResponse" in part and _key(part) in answered
+                    for _, part in parts
+                ):
+                    # the copy of what Gemini CLI sent with the results (it repeats a response
+                    # just read): a steering hint and the responses, held once by the request
                     parts = [(at, part) for at, part in parts if _key(part) not in answered]
-                    answered = set()
-                    if not parts:
-                        continue
+                answered = set()
+                if not parts:
+                    continue
                 text = "".join(
                     part["text"]
                     for _, part in parts
