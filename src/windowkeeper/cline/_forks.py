@@ -12,22 +12,28 @@ from typing import Any
 from ..core._messages import Message
 from ..core._usage import TokenUsage
 
-__all__ = ["answers_by_time", "condensed_notes", "fork_usage"]
+__all__ = ["answers_by_time", "condensed_notes", "fork_usage", "is_fork_info"]
 
 _TOKEN_FIELDS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")
+
+
+def is_fork_info(info: Mapping[str, Any]) -> bool:
+    """Whether an ``api_req_started`` info was written by a fork: it names ``apiProtocol``."""
+    return "apiProtocol" in info
 
 
 def fork_usage(info: Mapping[str, Any], usage: TokenUsage) -> TokenUsage | None:
     """The usage of one ``api_req_started`` as the forks mean it.
 
     ``usageMissing``, or no token count at all beside ``apiProtocol``: the provider reported
-    nothing, and zeros would be no measurement, so no decision follows. ``apiProtocol: "openai"``: ``tokensIn`` already counts the cached input
-    (Roo's own context size is ``tokensIn + tokensOut`` then), so the cache reads and writes are
-    taken out of it, to be counted once.
+    nothing, and zeros would be no measurement, so no decision follows. ``apiProtocol:
+    "openai"``: ``tokensIn`` already counts the cached input (Roo's own context size is
+    ``tokensIn + tokensOut`` then), so the cache reads and writes are taken out of it, to be
+    counted once.
     """
     if info.get("usageMissing") is True:
         return None
-    if "apiProtocol" in info and not any(key in info for key in _TOKEN_FIELDS):
+    if is_fork_info(info) and not any(key in info for key in _TOKEN_FIELDS):
         return None  # a fork's request that never reported (cancelled, failed): no measurement
     if info.get("apiProtocol") != "openai":
         return usage

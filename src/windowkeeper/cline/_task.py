@@ -32,7 +32,7 @@ from ..core._overwrites import CorruptStoreError, OverwriteStore
 from ..core._truncation import DeletedRange
 from ..core._usage import TokenUsage
 from ..storage import CONTEXT_HISTORY_FILE
-from ._forks import answers_by_time, fork_usage
+from ._forks import answers_by_time, fork_usage, is_fork_info
 from ._json_checks import MAX_JSON_DEPTH, check_block_fields, check_depth
 
 __all__ = [
@@ -125,10 +125,8 @@ class ClineTask:
             deleted_range = None
         else:
             ui_file = self.path / UI_MESSAGES_FILE
-            requests = _ui_requests(ui_file, self.ui_messages)
-            if _forked(self.ui_messages) and all(
-                request.conversation_history_index is None for request in requests
-            ):
+            requests, forked = _ui_requests(ui_file, self.ui_messages)
+            if forked and all(request.conversation_history_index is None for request in requests):
                 requests = _placed_by_time(requests, self.history)  # Roo Code, Kilo Code
             deleted_range = _recorded_deleted_range(ui_file, self.ui_messages)
         object.__setattr__(self, "requests", requests)
@@ -210,7 +208,7 @@ def previous_api_request(
     for position in range(len(ui_messages) - 1, -1, -1):
         message = ui_messages[position]
         if isinstance(message, Mapping) and message.get("say") == _API_REQ_STARTED:
-            return _ui_request(Path(file), position, message)
+            return _ui_request(Path(file), position, message)[0]
     return None
 
 
@@ -345,13 +343,17 @@ def _check_history(path: Path, history: Sequence[Any]) -> None:
 # -- requests from ui_messages.json ----------------------------------------------------------
 
 
-def _ui_requests(path: Path, ui_messages: Sequence[Any]) -> tuple[ApiRequest, ...]:
+def _ui_requests(path: Path, ui_messages: Sequence[Any]) -> tuple[tuple[ApiRequest, ...], bool]:
+    """The requests, and whether a fork of Cline wrote them (one names ``apiProtocol``)."""
     requests: list[ApiRequest] = []
+    forked = False
     for position, message in enumerate(ui_messages):
         _check_ui_message(path, position, message)
         if message.get("say") == _API_REQ_STARTED:
-            requests.append(_ui_request(path, position, message))
-    return tuple(requests)
+            request, by_fork = _ui_request(path, position, message)
+            requests.append(request)
+            forked |= by_fork
+    return tuple(requests), forked
 
 
 def _check_ui_message(path: Path, position: int, message: Any) -> None:
@@ -369,11 +371,12 @@ def _check_ui_message(path: Path, position: int, message: Any) -> None:
     _deleted_range(path, position, message)
 
 
-def _ui_request(path: Path, position: int, message: Mapping[str, Any]) -> ApiRequest:
+def _ui_request(path: Path, position: int, message: Mapping[str, Any]) -> tuple[ApiRequest, bool]:
     where = f"[{position}]"
     ts = _integer(message.get("ts"), path, f"{where}.ts")
     text = message.get("text")
     usage = None
+    by_fork = False
     if text:  # the original makes no decision on an empty or missing text
         if not isinstance(text, str):
             raise _error(path, f"{where}.text", f"expected a string, got {_kind(text)}")
@@ -392,19 +395,12 @@ def _ui_request(path: Path, position: int, message: Mapping[str, Any]) -> ApiReq
             problem = _token_problem(getattr(usage, name))
             if problem is not None:
                 raise _error(path, f"{where}.text", f"{field_name}: {problem}")
+        by_fork = is_fork_info(info)
         usage = fork_usage(info, usage)
     index = _optional_integer(
         message.get("conversationHistoryIndex"), path, f"{where}.conversationHistoryIndex"
     )
-    return ApiRequest(usage, ts, index, ui_index=position)
-
-
-def _forked(ui_messages: Sequence[Any]) -> bool:
-    """Whether a fork of Cline wrote these UI messages: its requests name ``apiProtocol``."""
-    return any(
-        message.get("say") == _API_REQ_STARTED and '"apiProtocol"' in (message.get("text") or "")
-        for message in ui_messages
-    )
+    return ApiRequest(usage, ts, index, ui_index=position), by_fork
 
 
 def _placed_by_time(

@@ -306,7 +306,7 @@ class Compaction:
         start = max(visible_start(state.deleted_range), 2)
         if fold is not None and not self.step.worth_summary(view[start:point], fold.summary):
             return None  # too little new to pay for a summary: the pre-flight refolds later
-        asked = with_instruction(messages, summary_instruction(fold.text or None if fold else None))
+        asked = with_instruction(messages, summary_instruction(fold.continuation if fold else None))
         size = estimate(asked)
         if size > ceiling:
             return None

@@ -130,12 +130,11 @@ class RequestBuilder:
             else:
                 self._noticed = (sent[1], placed[1])
         fold = state.compaction.fold
-        # a fold whose text gave way (it could not fit) sends no continuation
-        continued = fold is not None and bool(fold.text)
-        if opens_with_greeting(placed) and not continued:
+        continued = fold.continuation if fold is not None else None
+        if opens_with_greeting(placed) and continued is None:
             placed = self._greeting_noticed(placed, state)
-        if fold is not None and continued and len(placed) >= 2:  # also with only messages 0-1
-            placed = [*placed[:2], self._continuation(fold.text, placed[1]), *placed[2:]]
+        if continued is not None and len(placed) >= 2:  # also when only messages 0-1 are left
+            placed = [*placed[:2], self._continuation(continued, placed[1]), *placed[2:]]
         merged = self._merger.merge(placed)
         fixed = self._orphans.apply(merged)
         opened = with_opening(fixed) if self._opening else fixed

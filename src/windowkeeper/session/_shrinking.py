@@ -140,8 +140,8 @@ class Shrinker:
         over the limit: the folded turns stay hidden (the newest turn's results whose call was
         folded still go, as text), no continuation is sent, message 1 gets the original's
         truncation notice, and the steps shrink the request on without a new fold, rather than
-        let it be refused. The fold keeps its summary, and the
-        next fold writes its ledger from the history again, so nothing is lost for good."""
+        let it be refused. The fold keeps its summary, and the next fold writes its ledger from
+        the history again, so nothing is lost for good."""
         fold = draft.state.compaction.fold
         assert fold is not None  # the caller checked
         draft.state = draft.state.with_compaction(fold=replace(fold, text=""))

@@ -36,12 +36,18 @@ class Fold:
     """Turns up to ``end`` (inclusive) replaced by ``text``, sent right after messages 0-1.
 
     ``summary`` is the model's summary the text carries (None: ledger only), kept as data so a
-    later fold can reuse it without parsing the text back.
+    later fold can reuse it without parsing the text back. An empty ``text`` is a fold whose
+    continuation gave way (it could not fit): the turns stay hidden and nothing is sent for them.
     """
 
     end: int
     text: str
     summary: str | None = None
+
+    @property
+    def continuation(self) -> str | None:
+        """The text sent after messages 0-1, or None when it gave way."""
+        return self.text or None
 
 
 @record(frozen=True, slots=True)

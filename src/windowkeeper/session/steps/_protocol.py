@@ -210,7 +210,7 @@ class Draft:
     def continuation(self) -> str | None:
         """The continuation text of the last fold (what a new fold takes in), or None."""
         fold = self.state.compaction.fold
-        return fold.text or None if fold is not None else None
+        return fold.continuation if fold is not None else None
 
     @property
     def previous_summary(self) -> str | None:
