@@ -116,9 +116,7 @@ class TestContextMessages:
     def test_context_messages_are_left_out(self) -> None:
         text = _jsonl(
             _META,
-            _user(
-                "c", "<session_context>\nToday's date is Sunday, July 5, 2026.\n</session_context>"
-            ),
+            _user("c", "<session_context>\nthe date, the folders\n</session_context>"),
             _user("h", "<hook_context>lint passed</hook_context>"),
             _user("u1", "Fix the parser."),
             _gemini("g1", "Done."),
