@@ -206,3 +206,66 @@ class TestAUsedDetector:
         shifted = [history[0], *history[3:]]
         assert sightings(detector, shifted, 0) == found(shifted, 0)
         assert [entry[0] for entry in found(shifted, 0)["a.py"]] == [2, 4]
+
+
+class TestRooCodeReads:
+    """Roo Code and Kilo Code read through ``read_file`` with a ``files`` list (native calls) or
+    announce a read of one file by a header of their own (XML tools)."""
+
+    ENV = "<environment_details>\nnow\n</environment_details>"
+
+    def test_a_files_list_of_one_file_is_a_read_of_it(self) -> None:
+        """The older result's first text (the file) becomes the notice; its other text (the
+        environment details Roo appends) is a block of its own and is not part of the copy."""
+        history = [
+            U("t"),
+            A([TU("a", "read_file", files=[{"path": "src/x.ts"}])]),
+            U([TR("a", [T(f"File: src/x.ts\n{BODY}"), T(self.ENV)])]),
+            A([TU("b", "read_file", files=[{"path": "./src/x.ts"}])]),
+            U([TR("b", [T(f"File: src/x.ts\n{BODY}"), T(self.ENV)])]),
+        ]
+        assert found(history) == {
+            "src/x.ts": [(2, 0, "text", notice("src/x.ts")), (4, 0, "text", "")]
+        }
+
+    @pytest.mark.parametrize(
+        "files",
+        [
+            [{"path": "a.ts"}, {"path": "b.ts"}],  # one text holds both: no single path names it
+            [{"line_ranges": ["1-9"]}],
+            [],
+            "a.ts",
+        ],
+    )
+    def test_other_files_lists_are_no_read(self, files: Any) -> None:
+        history = [
+            U("t"),
+            A([TU("a", "read_file", files=files)]),
+            U([TR("a", [T(f"File: a.ts\n{BODY}")])]),
+            A([TU("b", "read_file", files=files)]),
+            U([TR("b", [T(f"File: a.ts\n{BODY}")])]),
+        ]
+        assert found(history) == {}
+
+    def test_the_xml_header_of_one_file(self) -> None:
+        """The header is a block alone and the contents are the next block (``<files>``): that
+        block is the copy, as in Cline's older layout. A header of several files is no read."""
+        header = (
+            "[read_file for 'plans/p.md'. Reading multiple files at once is more efficient for"
+            " the LLM. If other files are relevant to your current task, please read them"
+            " simultaneously.] Result:"
+        )
+        contents = f"<files>\n<file><path>plans/p.md</path>\n<content>{BODY}</content>\n</file>"
+        several = f"<files>\n<file><path>a.ts</path>\n<content>{BODY}</content>\n</file>"
+        history = [
+            U("t"),
+            A("a"),
+            U([T(header), T(contents + "\n</files>"), T(self.ENV)]),
+            A("b"),
+            U([T("[read_file for 2 files] Result:"), T(several), T(self.ENV)]),
+            A("c"),
+            U([T(header), T(contents + "\n</files>"), T(self.ENV)]),
+        ]
+        assert found(history) == {
+            "plans/p.md": [(2, 1, "text", notice("plans/p.md")), (6, 1, "text", "")]
+        }

@@ -13,11 +13,12 @@ never breaks; the notice names the file and says that a newer copy follows.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._record import field, record
-from ..core._cline_text import EDIT_TOOLS, READ_TOOL, final_content, parse_header
+from ..core._cline_text import EDIT_TOOLS, READ_TOOL, Header, final_content, parse_header
 from ..core._file_reads import ReadScan, Sighting, replaced_paths, scan_mentions
 from ..core._messages import Message, block_text, tool_calls_before, utf16_len
 from ..core._overwrites import CONTENT, TEXT, EditType, OverwriteStore
@@ -295,7 +296,7 @@ class NativeReadDetector:
             value = tool_input.get(key)
             if isinstance(value, str) and value:
                 return value
-        return None
+        return _only_file(tool_input.get("files"))
 
     @staticmethod
     def _mentions(result: ReadScan, index: int, content: list[Any], store: OverwriteStore) -> None:
@@ -311,13 +312,36 @@ class NativeReadDetector:
         scan_mentions(result, index, content, already, blocks=len(content), key=normalize_path)
 
 
+def _only_file(files: Any) -> str | None:
+    """The path of a Roo Code / Kilo Code ``read_file`` call's ``files`` list of one file.
+
+    Their result holds every file asked for in one text; with several, no single path names it.
+    """
+    if isinstance(files, list) and len(files) == 1 and isinstance(files[0], dict):
+        path = files[0].get("path")
+        if isinstance(path, str) and path:
+            return path
+    return None
+
+
+_ROO_HEADER = re.compile(
+    r"\[(read_file) for '([^']+)'\. Reading multiple files at once[^\]]*\] Result:"
+)
+"""Roo Code's header of a read of one file (its XML tools): the contents follow in a ``<files>``
+block of their own."""
+
+
 def _header_copy(
     text: str, block: dict[str, Any], position: int, index: int, content: list[Any]
 ) -> tuple[str, _Copy] | None:
-    """A copy announced by a Cline header: ``[read_file for 'p'] Result:`` and the edit tools."""
+    """A copy announced by a Cline header: ``[read_file for 'p'] Result:`` and the edit tools;
+    Roo Code's header of a read of one file too."""
     parsed = parse_header(text)
     if parsed is None:
-        return None
+        roo = _ROO_HEADER.match(text)
+        if roo is None:
+            return None
+        parsed = Header(roo.group(1), roo.group(2), roo.group(0))
     tool, path, header = parsed
     string_result = block.get("type") == "tool_result" and isinstance(block.get("content"), str)
     kind = CONTENT if string_result else TEXT
