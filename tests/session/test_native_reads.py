@@ -217,11 +217,12 @@ class TestShellReads:
             {"role": "user", "content": "task"},
             {"role": "assistant", "content": "ok"},
             *turn("a", "Bash", "cat src/app.py"),
-            *turn("b", "shell", ["bash", "-lc", "sed -n 1,400p ./src/app.py"]),
+            *turn("b", "shell", ["bash", "-lc", "nl -ba ./src/app.py"]),
             *turn("c", "Bash", "cat src/app.py | grep f"),
+            *turn("d", "Bash", "sed -n 1,400p src/app.py"),  # a part: a copy of its own
         ]
         copies = NativeReadDetector().copies(history, 2, OverwriteStore())
-        assert copies == {"src/app.py": [(3, 0), (5, 0)]}
+        assert copies == {"src/app.py": [(3, 0), (5, 0)], "src/app.py (sed -n 1,400p)": [(9, 0)]}
 
 
 # -- the detector remembers the copies it found per message --------------------------------

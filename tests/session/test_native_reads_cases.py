@@ -269,3 +269,80 @@ class TestRooCodeReads:
         assert found(history) == {
             "plans/p.md": [(2, 1, "text", notice("plans/p.md")), (6, 1, "text", "")]
         }
+
+
+class TestPartsOfAFile:
+    """A read of part of a file (an offset, a line range, ``sed -n A,Bp``) is a copy only of that
+    part: a later read of another part, or of the whole file, says nothing of the lines it
+    lacks, so it replaces nothing; the same part read again does, and its notice names it."""
+
+    def test_the_same_part_again_is_a_copy_other_parts_are_not(self) -> None:
+        history = [
+            U("t"),
+            A([TU("a", "Read", file_path="a.py", offset=1, limit=80)]),
+            U([TR("a", BODY)]),
+            A([TU("b", "Read", file_path="a.py", offset=81, limit=80)]),
+            U([TR("b", BODY)]),
+            A([TU("c", "Read", file_path="a.py")]),
+            U([TR("c", BODY)]),
+            A([TU("d", "Read", file_path="a.py", limit=80, offset=1)]),
+            U([TR("d", BODY)]),
+        ]
+        part = (
+            "[windowkeeper: an older copy of 'a.py' (limit=80, offset=1) was removed here to save"
+            " context; a newer copy of that same part appears further down in this conversation.]"
+        )
+        assert found(history) == {
+            "a.py (limit=80, offset=1)": [(2, 0, "content", part), (8, 0, "content", "")],
+            "a.py (limit=80, offset=81)": [(4, 0, "content", "")],
+            "a.py": [(6, 0, "content", "")],
+        }
+
+    def test_a_whole_file_read_is_not_replaced_by_a_part(self) -> None:
+        history = [
+            U("t"),
+            A([TU("a", "str_replace_editor", command="view", path="/r/a.py")]),
+            U([TR("a", BODY)]),
+            A([TU("b", "str_replace_editor", command="view", path="/r/a.py", view_range=[1, 9])]),
+            U([TR("b", BODY)]),
+        ]
+        assert found(history) == {
+            "/r/a.py": [(2, 0, "content", "")],
+            "/r/a.py (view_range=[1,9])": [(4, 0, "content", "")],
+        }
+
+    def test_inputs_that_do_not_change_what_is_read(self) -> None:
+        """Cline's ``task_progress`` checklist and OpenHands' ``security_risk`` ride along with a
+        read; they differ from call to call and the copies are still the same text."""
+        history = [
+            U("t"),
+            A([TU("a", "read_file", path="a.py", task_progress="- [ ] one")]),
+            U([TR("a", BODY)]),
+            A([TU("b", "read_file", path="a.py", task_progress="- [x] one", security_risk="LOW")]),
+            U([TR("b", BODY)]),
+        ]
+        assert found(history) == {
+            "a.py": [(2, 0, "content", notice("a.py")), (4, 0, "content", "")]
+        }
+
+    @pytest.mark.parametrize(
+        ("older", "newer", "replaced"),
+        [
+            ("sed -n 1,80p a.py", "sed -n 81,160p a.py", False),
+            ("sed -n 1,80p a.py", "sed -n '1,80p' ./a.py", True),
+            ("head -n 50 a.py", "cat a.py", False),
+            ("cat a.py", "nl -ba a.py", True),
+        ],
+    )
+    def test_through_the_shell(self, older: str, newer: str, replaced: bool) -> None:
+        history = [
+            U("t"),
+            A([TU("a", "Bash", command=older)]),
+            U([TR("a", BODY)]),
+            A([TU("b", "Bash", command=newer)]),
+            U([TR("b", BODY)]),
+        ]
+        replacements = [s[3] for seen in found(history).values() for s in seen]
+        assert sorted(bool(r) for r in replacements) == (
+            [False, True] if replaced else [False, False]
+        )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from windowkeeper.session._shell_reads import shell_read_path
+from windowkeeper.session._shell_reads import shell_read, shell_read_path
 
 READS = [
     ("cat a.py", "a.py"),
@@ -192,3 +194,22 @@ class TestArgv:
     def test_argv_items_must_be_strings(self) -> None:
         """A list holding other values is not a command."""
         assert shell_read_path(["cat", 3]) is None  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("command", "read"),
+    [
+        ("cat -n src/a.py", ("src/a.py", "")),
+        (["bash", "-lc", "nl -ba src/a.py"], ("src/a.py", "")),
+        ("sed -n 1,80p src/a.py", ("src/a.py", "sed -n 1,80p")),
+        ("bash -lc \"sed -n '81,160p' src/a.py\"", ("src/a.py", "sed -n 81,160p")),
+        ("head -n 50 x.log", ("x.log", "head -n 50")),
+        ("tail x.log", ("x.log", "tail")),
+        ("open f.py 30", ("f.py", "open 30")),
+        ("cat a.py | grep x", None),
+    ],
+)
+def test_which_part_a_command_reads(command: Any, read: tuple[str, str] | None) -> None:
+    """The whole file for ``cat`` and ``nl``; else the command without the file, so two reads are
+    copies of one text only when they print the same part."""
+    assert shell_read(command) == read

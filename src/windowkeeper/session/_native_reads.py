@@ -12,6 +12,7 @@ never breaks; the notice names the file and says that a newer copy follows.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,7 @@ from ..core._cline_text import EDIT_TOOLS, READ_TOOL, Header, final_content, par
 from ..core._file_reads import ReadScan, Sighting, replaced_paths, scan_mentions
 from ..core._messages import Message, block_text, tool_calls_before, utf16_len
 from ..core._overwrites import CONTENT, TEXT, EditType, OverwriteStore
-from ._shell_reads import shell_read_path
+from ._shell_reads import shell_read
 
 __all__ = ["DEFAULT_READ_TOOLS", "DEFAULT_SHELL_TOOLS", "NativeReadDetector", "normalize_path"]
 
@@ -73,17 +74,51 @@ def normalize_path(path: str) -> str:
     return cleaned[2:] if cleaned.startswith("./") else cleaned
 
 
-def notice_for(path: str, latest_index: int) -> str:
+def notice_for(path: str, latest_index: int, part: str = "") -> str:
     """What replaces an older copy of ``path``: the file, and that a newer copy follows.
 
-    It names no message index: once the middle of the history is hidden, an index into the full
-    history means nothing to the model. ``latest_index`` is kept for detectors that want it.
+    ``part`` names what a read of only part of the file asked for (``"offset=1, limit=80"``,
+    ``"sed -n 1,80p"``): the newer copy is of that same part. It names no message index: once the
+    middle of the history is hidden, an index into the full history means nothing to the model.
+    ``latest_index`` is kept for detectors that want it.
     """
     del latest_index
+    if part:
+        return (
+            f"[windowkeeper: an older copy of '{path}' ({part}) was removed here to save"
+            " context; a newer copy of that same part appears further down in this conversation.]"
+        )
     return (
         f"[windowkeeper: an older copy of '{path}' was removed here to save context; a newer"
         " copy of the file appears further down in this conversation.]"
     )
+
+
+_NOT_A_PART = frozenset(
+    {"command", "security_risk", "thought", "description", "explanation", "reason", "summary"}
+    | {"task_progress", "requires_approval", "timeout"}
+)
+"""Input keys of a read tool that do not change what it reads: beside the path, any other key
+(``offset``, ``limit``, ``view_range``, ``line_ranges``, ...) makes it a read of a part."""
+
+
+def _part(tool_input: Mapping[str, Any], path_keys: Sequence[str]) -> str:
+    """What a read asked for beyond its path (its keys are ``path_keys``), as ``key=value``
+    pairs in key order ("" for none)."""
+    pairs = []
+    for key in sorted(tool_input):
+        value = tool_input[key]
+        if key in path_keys or key in _NOT_A_PART or value is None or value in ("", [], {}):
+            continue
+        shown = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        pairs.append(f"{key}={shown}")
+    return ", ".join(pairs)
+
+
+def _keyed(path: str, part: str) -> str:
+    """The key of a copy: its normalized path, and the part read when only part of it was."""
+    key = normalize_path(path)
+    return f"{key} ({part})" if part else key
 
 
 class _Copy:
@@ -92,10 +127,21 @@ class _Copy:
     A plain class, not a dataclass: that would cost start-up time for a record nobody compares.
     """
 
-    __slots__ = ("prefix", "sighting", "size", "suffix")
+    __slots__ = ("part", "path", "prefix", "sighting", "size", "suffix")
 
-    def __init__(self, sighting: Sighting, size: int, prefix: str = "", suffix: str = "") -> None:
+    def __init__(
+        self,
+        sighting: Sighting,
+        size: int,
+        prefix: str = "",
+        suffix: str = "",
+        *,
+        path: str = "",
+        part: str = "",
+    ) -> None:
         self.sighting = sighting
+        self.path = path  # the file as the notice names it
+        self.part = part  # what a read of part of the file asked for ("" for the whole)
         self.size = size  # UTF-16 length of what the replacement replaces
         self.prefix = (
             prefix  # kept before the notice (a Cline header, or text before a file's contents)
@@ -152,7 +198,8 @@ class NativeReadDetector:
                 if isinstance(older, Sighting):
                     result.add(path, older)
                     continue
-                text = f"{older.prefix}{notice_for(path, latest)}{older.suffix}"
+                notice = notice_for(older.path or path, latest, older.part)
+                text = f"{older.prefix}{notice}{older.suffix}"
                 if utf16_len(text) < older.size:
                     seen = older.sighting  # built directly: dataclasses.replace is slow
                     result.add(
@@ -270,23 +317,26 @@ class NativeReadDetector:
         call = calls.get(block.get("tool_use_id"))
         if call is None:
             return None
-        path = self._read_path(call.get("name"), call.get("input"))
-        if path is None:
+        read = self._read_path(call.get("name"), call.get("input"))
+        if read is None:
             return None
+        path, part = read
         update_kind = (
             TEXT if isinstance(block.get("content"), list) and text is not None else CONTENT
         )
         size = utf16_len(text) if text is not None else 0
         sighting = Sighting(index, EditType.READ_FILE_TOOL, "", "", position, update_kind)
-        return normalize_path(path), _Copy(sighting, size)
+        shown = normalize_path(path)
+        return _keyed(path, part), _Copy(sighting, size, path=shown, part=part)
 
-    def _read_path(self, name: Any, tool_input: Any) -> str | None:
+    def _read_path(self, name: Any, tool_input: Any) -> tuple[str, str] | None:
+        """The file a call reads and the part of it (see :func:`_part`), or None."""
         if not isinstance(tool_input, dict):
             return None
         shell_key = self.shell_tools.get(name) if isinstance(name, str) else None
         if shell_key is not None:  # a read through the shell, when the command is unambiguous
             command = tool_input.get(shell_key)
-            return shell_read_path(command) if isinstance(command, str | list) else None
+            return shell_read(command) if isinstance(command, str | list) else None
         keys = self.read_tools.get(name) if isinstance(name, str) else None
         if keys is None:
             return None
@@ -295,7 +345,7 @@ class NativeReadDetector:
         for key in keys:
             value = tool_input.get(key)
             if isinstance(value, str) and value:
-                return value
+                return value, _part(tool_input, keys)
         return _only_file(tool_input.get("files"))
 
     @staticmethod
@@ -312,15 +362,16 @@ class NativeReadDetector:
         scan_mentions(result, index, content, already, blocks=len(content), key=normalize_path)
 
 
-def _only_file(files: Any) -> str | None:
-    """The path of a Roo Code / Kilo Code ``read_file`` call's ``files`` list of one file.
+def _only_file(files: Any) -> tuple[str, str] | None:
+    """The file of a Roo Code / Kilo Code ``read_file`` call's ``files`` list of one file, and
+    the part asked for (``line_range``...).
 
     Their result holds every file asked for in one text; with several, no single path names it.
     """
     if isinstance(files, list) and len(files) == 1 and isinstance(files[0], dict):
         path = files[0].get("path")
         if isinstance(path, str) and path:
-            return path
+            return path, _part(files[0], ("path",))
     return None
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-__all__ = ["shell_read_path"]
+__all__ = ["shell_read", "shell_read_path"]
 
 # The patterns are strings, compiled on first use by re's own cache: not at start-up.
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
@@ -54,13 +54,34 @@ def shell_read_path(command: str | Sequence[str]) -> str | None:
     ``command`` is a command line (``"sed -n 1,80p src/app.py"``) or an argv list
     (``["bash", "-lc", "cat src/app.py"]``).
     """
+    found = shell_read(command)
+    return None if found is None else found[0]
+
+
+def shell_read(command: str | Sequence[str]) -> tuple[str, str] | None:
+    """The file a shell command only reads and which part of it: ``(path, part)``, or None.
+
+    ``part`` is ``""`` when the command prints the whole file (``cat``, ``nl``), else the
+    command without the file (``"sed -n 1,80p"``, ``"head -n 50"``, ``"open"``): two reads are
+    copies of the same text only when their parts are equal.
+    """
     words = _words(command) if isinstance(command, str) else list(command)
     if words is None or any(not isinstance(word, str) for word in words):
         return None
-    return _read(words, depth=0)
+    found = _read(words, depth=0)
+    if found is None:
+        return None
+    inner, path = found
+    program = inner[0].rsplit("/", 1)[-1]
+    if program in _WHOLE:
+        return path, ""
+    arguments = inner[1:]
+    last = len(arguments) - 1 - arguments[::-1].index(path)
+    return path, " ".join([program, *arguments[:last], *arguments[last + 1 :]])
 
 
-def _read(words: list[str], depth: int) -> str | None:
+def _read(words: list[str], depth: int) -> tuple[list[str], str] | None:
+    """The innermost command's words (past ``bash -c``) and the file it reads, or None."""
     if not words:
         return None
     program = words[0].rsplit("/", 1)[-1]
@@ -71,7 +92,8 @@ def _read(words: list[str], depth: int) -> str | None:
         inner = None if script is None or depth > 1 else _words(script)
         return None if inner is None else _read(inner, depth + 1)
     reader = _READERS.get(program)
-    return None if reader is None else reader(words[1:])
+    path = None if reader is None else reader(words[1:])
+    return None if path is None else (words, path)
 
 
 def _shell_script(arguments: list[str]) -> str | None:
@@ -263,6 +285,9 @@ def _open(arguments: list[str]) -> str | None:
         arguments = arguments[:1]
     return _operand(arguments)
 
+
+_WHOLE = frozenset({"cat", "nl"})
+"""The readers that print the whole file, whatever their options."""
 
 _READERS: dict[str, Callable[[list[str]], str | None]] = {
     "cat": _cat,
