@@ -16,7 +16,13 @@ from click.testing import CliRunner
 
 from windowkeeper import TaskFolderError, TokenUsage
 from windowkeeper.cli import cli
-from windowkeeper.cline import API_HISTORY_FILE, UI_MESSAGES_FILE, ApiRequest, load_task
+from windowkeeper.cline import (
+    API_HISTORY_FILE,
+    TASK_METADATA_FILE,
+    UI_MESSAGES_FILE,
+    ApiRequest,
+    load_task,
+)
 
 from .test_cline import write_folder
 
@@ -226,3 +232,37 @@ def test_a_cline_folder_without_indexes_is_not_placed(tmp_path: Path) -> None:
     ui[0]["text"] = json.dumps(_usage(10))
     (request,) = load_task(_folder(tmp_path, _history(1), ui)).requests
     assert request.conversation_history_index is None
+
+
+class TestWhichAgent:
+    """``inspect`` names the agent that wrote a folder of Cline's shape from what it left."""
+
+    @pytest.mark.parametrize(
+        ("ui", "metadata", "agent"),
+        [
+            ([_started(1001, **_usage(10))], None, "Roo Code (or a fork of it)"),
+            (
+                [{"ts": 900, "type": "say", "say": "text", "metadata": {"kiloCode": {}}}],
+                None,
+                "Kilo Code",
+            ),
+            (
+                [],
+                {"files_in_context": [{"path": "a", "roo_read_date": 1}]},
+                "Roo Code (or a fork of it)",
+            ),
+            ([], {"files_in_context": [{"path": "a", "cline_read_date": 1}]}, "Cline"),
+            ([{"ts": 1001, "type": "say", "say": "api_req_started", "text": "{}"}], None, "Cline"),
+        ],
+    )
+    def test_the_marks_each_agent_leaves(
+        self, tmp_path: Path, ui: list[dict[str, Any]], metadata: Any, agent: str
+    ) -> None:
+        files: dict[str, Any] = {API_HISTORY_FILE: _history(1), UI_MESSAGES_FILE: ui}
+        if metadata is not None:
+            files[TASK_METADATA_FILE] = metadata
+        folder = write_folder(tmp_path, files)
+        assert load_task(folder).agent == agent
+        shown = CliRunner().invoke(cli, ["inspect", str(folder)])
+        assert shown.exit_code == 0, shown.output
+        assert f"agent         {agent}" in shown.output

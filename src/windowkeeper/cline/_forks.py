@@ -12,7 +12,7 @@ from typing import Any
 from ..core._messages import Message
 from ..core._usage import TokenUsage
 
-__all__ = ["answers_by_time", "condensed_notes", "fork_usage", "is_fork_info"]
+__all__ = ["answers_by_time", "condensed_notes", "folder_agent", "fork_usage", "is_fork_info"]
 
 _TOKEN_FIELDS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")
 
@@ -20,6 +20,26 @@ _TOKEN_FIELDS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")
 def is_fork_info(info: Mapping[str, Any]) -> bool:
     """Whether an ``api_req_started`` info was written by a fork: it names ``apiProtocol``."""
     return "apiProtocol" in info
+
+
+def folder_agent(
+    ui_messages: Sequence[Any] | None, metadata: Mapping[str, Any] | None, *, forked: bool
+) -> str:
+    """Which agent wrote a task folder of Cline's shape, from what it left in it.
+
+    Kilo Code marks a UI message's ``metadata`` with ``kiloCode``; Roo Code (and its forks)
+    name ``roo_read_date`` / ``roo_edit_date`` in ``task_metadata.json``'s ``files_in_context``
+    where Cline names ``cline_read_date``, and their requests name ``apiProtocol`` (``forked``).
+    """
+    for message in ui_messages or ():
+        extra = message.get("metadata") if isinstance(message, Mapping) else None
+        if isinstance(extra, Mapping) and "kiloCode" in extra:
+            return "Kilo Code"
+    files = metadata.get("files_in_context") if metadata is not None else None
+    for entry in files if isinstance(files, list) else ():
+        if isinstance(entry, Mapping) and ("roo_read_date" in entry or "roo_edit_date" in entry):
+            return "Roo Code (or a fork of it)"
+    return "Roo Code (or a fork of it)" if forked else "Cline"
 
 
 def fork_usage(info: Mapping[str, Any], usage: TokenUsage) -> TokenUsage | None:

@@ -32,7 +32,7 @@ from ..core._overwrites import CorruptStoreError, OverwriteStore
 from ..core._truncation import DeletedRange
 from ..core._usage import TokenUsage
 from ..storage import CONTEXT_HISTORY_FILE
-from ._forks import answers_by_time, fork_usage, is_fork_info
+from ._forks import answers_by_time, folder_agent, fork_usage, is_fork_info
 from ._json_checks import MAX_JSON_DEPTH, check_block_fields, check_depth
 
 __all__ = [
@@ -117,9 +117,13 @@ class ClineTask:
     context_history: OverwriteStore | None = None
     requests: tuple[ApiRequest, ...] = field(init=False)
     deleted_range: DeletedRange | None = field(init=False)
+    agent: str = field(init=False)
+    """Which agent wrote the folder: ``"Cline"``, ``"Kilo Code"`` or ``"Roo Code (or a fork of
+    it)"`` (see :func:`~windowkeeper.cline._forks.folder_agent`)."""
 
     def __post_init__(self) -> None:
         _check_history(self.path / API_HISTORY_FILE, self.history)
+        forked = False
         if self.ui_messages is None:
             requests = _history_requests(self.path / API_HISTORY_FILE, self.history)
             deleted_range = None
@@ -131,6 +135,8 @@ class ClineTask:
             deleted_range = _recorded_deleted_range(ui_file, self.ui_messages)
         object.__setattr__(self, "requests", requests)
         object.__setattr__(self, "deleted_range", deleted_range)
+        agent = folder_agent(self.ui_messages, self.metadata, forked=forked)
+        object.__setattr__(self, "agent", agent)
 
     def __repr__(self) -> str:
         ui = "None" if self.ui_messages is None else str(len(self.ui_messages))

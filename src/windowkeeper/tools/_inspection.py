@@ -145,7 +145,7 @@ def inspect_trace(trace: Trace, *, detector: NativeReadDetector | None = None) -
         ),
         unknown=(*trace.unknown, *unknown_blocks(history)),
         model=trace.model,
-        agent=AGENTS.get(trace.format.value),
+        agent=trace.agent or AGENTS.get(trace.format.value),
         version=trace.version,
         model_calls=model_calls(history),
         forks=trace.forks,

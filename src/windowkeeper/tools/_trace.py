@@ -127,6 +127,9 @@ class Trace:
     """Branches of the transcript the reader left out (a file whose chain forks)."""
     warnings: tuple[str, ...] = ()
     """What the reader repaired or dropped (e.g. a partial last line)."""
+    agent: str | None = None
+    """The agent that wrote the trace, when the format alone does not tell (a task folder of
+    Cline's shape written by Roo Code or Kilo Code)."""
 
     @property
     def has_recorded_usage(self) -> bool:
@@ -164,6 +167,7 @@ def _load(source: Path, format: str | None) -> Trace:
             task.context_history,
             session_folder=task.path if stored else None,
             warnings=tuple(condensed_notes(task.history)),
+            agent=task.agent,
         )
     if source.is_dir():
         raise TraceError(f"{source}: a folder can only be read as a Cline task folder")
