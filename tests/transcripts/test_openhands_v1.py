@@ -181,6 +181,58 @@ class TestStream:
         with pytest.raises(MalformedMessageError, match=r"tool_call\.function\.name"):
             parse_openhands_v1([_user("go"), broken, _observation("c1")])
 
+    @pytest.mark.parametrize(
+        ("observation", "text", "failed"),
+        [
+            (
+                {
+                    "kind": "ExecuteBashObservation",
+                    "output": "Traceback: no module",
+                    "command": "python -c 'import m'",
+                    "error": False,
+                    "timeout": False,
+                    "metadata": {
+                        "exit_code": 1,
+                        "working_dir": "/w",
+                        "py_interpreter_path": "/w/.venv/bin/python",
+                        "prefix": "",
+                        "suffix": "\n[The command completed with exit code 1.]",
+                    },
+                },
+                "Traceback: no module\n[The command completed with exit code 1.]"
+                "\n[Current working directory: /w]\n[Python interpreter: /w/.venv/bin/python]"
+                "\n[Command finished with exit code 1]",
+                False,
+            ),
+            (  # a command still running (exit code -1) has no exit line
+                {"kind": "ExecuteBashObservation", "output": "...", "metadata": {"exit_code": -1}},
+                "...",
+                False,
+            ),
+            (
+                {"kind": "StrReplaceEditorObservation", "command": "view", "output": "1\tx = 1"},
+                "1\tx = 1",
+                False,
+            ),
+            (
+                {"kind": "StrReplaceEditorObservation", "output": "", "error": "Invalid range"},
+                "Invalid range",
+                True,
+            ),
+            ({"kind": "FinishObservation", "message": "Done: fixed it."}, "Done: fixed it.", False),
+        ],
+    )
+    def test_results_of_the_sdk_before_1_0(
+        self, observation: dict[str, Any], text: str, failed: bool
+    ) -> None:
+        """Observations of September 2025 hold no ``content``: the text the model saw is their
+        ``output`` (a command's with the shell's lines around it), ``error`` or ``message``."""
+        event = {**_observation("c1"), "observation": observation}
+        messages = parse_openhands_v1([_user("go"), _action("c1", "r1", "pwd"), event]).messages
+        (result,) = messages[2]["content"]
+        assert result["content"] == [{"type": "text", "text": text}]
+        assert result.get("is_error", False) is failed
+
     def test_unanswered_call_is_left_out(self) -> None:
         """A call the run never answered is dropped, as the SDK's view drops it."""
         transcript = parse_openhands_v1([_user("go"), _action("c1", "r1")])

@@ -18,7 +18,8 @@ one event a line. Each event has an ``id``, a ``timestamp``, a ``source`` (``use
 - ``ActionEvent``: one tool call of a model response: ``thought`` (text parts; the response's
   text, on its first call), ``thinking_blocks``, ``tool_call`` (``id``, ``name``, ``arguments``
   as JSON text), the parsed ``action`` and the ``llm_response_id`` naming the response;
-- ``ObservationEvent`` (``observation.content``, ``observation.is_error``),
+- ``ObservationEvent`` (``observation.content``, ``observation.is_error``; before SDK 1.0 no
+  ``content`` but an ``output``, ``error`` or ``message``, see :func:`_older_observation`),
   ``UserRejectObservation`` (``rejection_reason``) and ``AgentErrorEvent`` (``error``): what
   answered a call, by ``tool_call_id``;
 - ``Condensation`` (``forgotten_event_ids``, ``summary``, ``summary_offset``) and
@@ -367,13 +368,50 @@ def _result(event: dict[str, Any], where: str) -> Message:
     if event_kind == "AgentErrorEvent":
         return tool_result(call_id, string(event.get("error"), f"{where}.error"), is_error=True)
     observation = mapping(event.get("observation"), f"{where}.observation", MalformedMessageError)
-    content = observation.get("content", [])
-    if isinstance(content, str):
-        blocks = [text_block(content)] if content else []
+    failed = observation.get("is_error") is True
+    if "content" not in observation and ("output" in observation or "message" in observation):
+        text, failed = _older_observation(observation, f"{where}.observation")
+        blocks = [text_block(text)] if text else []
     else:
-        blocks = _contents(content, f"{where}.observation.content")
+        content = observation.get("content", [])
+        if isinstance(content, str):
+            blocks = [text_block(content)] if content else []
+        else:
+            blocks = _contents(content, f"{where}.observation.content")
     blocks += _contents(event.get("extended_content") or [], f"{where}.extended_content")
-    return tool_result(call_id, blocks, is_error=observation.get("is_error") is True)
+    return tool_result(call_id, blocks, is_error=failed)
+
+
+def _older_observation(observation: dict[str, Any], where: str) -> tuple[str, bool]:
+    """The text an observation of the SDK before 1.0 showed the model, and whether it failed.
+
+    Those observations hold no ``content``: a command's ``output`` (the shell's ``prefix`` and
+    ``suffix`` around it, then its working directory, interpreter and exit code, from
+    ``metadata``), an editor's ``output`` or ``error`` (a string), a finish's ``message``.
+    """
+    error = observation.get("error")
+    if isinstance(error, str) and error:
+        return error, True
+    if "output" not in observation:
+        return string(observation.get("message"), f"{where}.message", MalformedMessageError), False
+    text = string(observation["output"], f"{where}.output", MalformedMessageError)
+    metadata = observation.get("metadata")
+    if not isinstance(metadata, dict):
+        return text, error is True
+    text = f"{_text(metadata, 'prefix')}{text}{_text(metadata, 'suffix')}"
+    if _text(metadata, "working_dir"):
+        text += f"\n[Current working directory: {metadata['working_dir']}]"
+    if _text(metadata, "py_interpreter_path"):
+        text += f"\n[Python interpreter: {metadata['py_interpreter_path']}]"
+    code = metadata.get("exit_code")
+    if isinstance(code, int) and code != -1:
+        text += f"\n[Command finished with exit code {code}]"
+    return text, error is True
+
+
+def _text(values: dict[str, Any], key: str) -> str:
+    value = values.get(key)
+    return value if isinstance(value, str) else ""
 
 
 def _contents(parts: Any, where: str) -> list[Message]:
