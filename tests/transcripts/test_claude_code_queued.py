@@ -57,6 +57,19 @@ def test_a_queued_prompt_follows_the_results_it_came_with() -> None:
         assert validate_messages(list(transcript.messages)) == []
 
 
+def test_a_background_task_notification_is_read_too() -> None:
+    """Claude Code 2.1.23x queues a background task's end notice (``commandMode``
+    ``"task-notification"``) and hands it to the model, which then reads the output file it
+    names: it is user text after the results, as a typed prompt is."""
+    notice = (
+        "<task-notification>\n<task-id>b1</task-id>\n<output-file>/tmp/b1.out</output-file>"
+        "\n<status>completed</status>\n</task-notification>"
+    )
+    transcript = parse_claude_code(_session(_queued(notice, commandMode="task-notification")))
+    assert transcript.messages[2]["content"][1] == {"type": "text", "text": notice}
+    assert transcript.unknown == ()
+
+
 def test_the_queued_prompt_reaches_the_request() -> None:
     """A session fed the transcript sends the words to the model."""
     transcript = parse_claude_code(_session(_queued("Only sync the important ones.")))

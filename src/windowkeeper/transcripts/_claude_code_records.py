@@ -106,16 +106,23 @@ def _record(line: int, data: dict[str, Any], name: str) -> _Record:
     return _Record(line, data, record_type, uuid, parent, data.get("isSidechain") is True)
 
 
+_HANDED_ON = ("prompt", "task-notification")
+"""The ``commandMode`` of queued commands Claude Code hands to the model as the user's turn: a
+prompt typed while it worked, and a background task's notice that it ended (the
+``<task-notification>`` the model then reads the output file of)."""
+
+
 def _queued_prompt(data: dict[str, Any]) -> Any:
-    """What the user typed while the agent worked, from a ``queued_command`` attachment (None
-    for any other record): Claude Code hands it to the model with the next request, and the
-    model answers it, so it is read as the user's words where it was written."""
+    """What the user typed while the agent worked, or a background task's notice, from a
+    ``queued_command`` attachment (None for any other record): Claude Code hands it to the
+    model with the next request, and the model answers it, so it is read as user text where
+    it was written."""
     attachment = data.get("attachment")
     if data.get("type") != "attachment" or not isinstance(attachment, dict):
         return None
     if attachment.get("type") != "queued_command":
         return None
-    if attachment.get("commandMode", "prompt") != "prompt":
+    if attachment.get("commandMode", "prompt") not in _HANDED_ON:
         return None
     prompt = attachment.get("prompt")
     if isinstance(prompt, str):

@@ -10,7 +10,8 @@ back to a root. Other records: ``summary`` (a title for a branch, with its ``lea
 ``file-history-snapshot`` (and, 2.1.22x, ``file-history-delta``), ``bridge-session``,
 ``queue-operation``, ``custom-title``, ``progress`` and (2.1.x)
 ``attachment``: hook output, reminders and listings, and ``queued_command``, a prompt the user
-typed while the agent worked, which is read as a user record (the model answers it); other
+typed while the agent worked or a background task's ``<task-notification>``, which is read as
+a user record (the model answers it); other
 attachments are reported in ``Transcript.unknown``. Records with
 ``isSidechain`` belong to a subagent (older versions wrote them into the session file; newer
 ones into ``agent-<id>.jsonl`` files of their own). The format is not documented by Anthropic;
