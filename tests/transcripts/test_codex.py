@@ -412,3 +412,54 @@ class TestForkedThreads:
         assert [request.usage for request in transcript.requests] == [
             TokenUsage(tokens_in=4584, tokens_out=115, cache_reads=9984)
         ]
+
+
+class TestToolSearch:
+    """Codex 0.14x loads tools on demand: a ``tool_search_call`` between the response's text and
+    its next call, answered by a ``tool_search_output`` naming the tools it loaded."""
+
+    def test_a_tool_search_is_a_call_and_its_answer(self) -> None:
+        loaded = [
+            {"type": "namespace", "name": "app", "tools": [{"type": "function", "name": "f"}]}
+        ]
+        search = {
+            "type": "tool_search_call",
+            "id": "tsc_1",
+            "call_id": "call_s",
+            "status": "completed",
+            "execution": "client",
+            "arguments": {"query": "job logs", "limit": 8},
+        }
+        found = {"type": "tool_search_output", "call_id": "call_s", "tools": loaded}
+        transcript = parse_codex(
+            _jsonl(
+                [
+                    _message("user", "Why did the job fail?"),
+                    _message("assistant", "Looking for a tool."),
+                    _line("response_item", search),
+                    _line("response_item", found),
+                    _tokens(100, 0, 10, 110),
+                    _call("c1", "cat job.log"),
+                    _output("c1", "boom"),
+                    _tokens(200, 100, 10, 320),
+                ]
+            )
+        )
+        assert [m["role"] for m in transcript.messages] == [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "user",
+        ]
+        assert transcript.messages[1]["content"][1] == {
+            "type": "tool_use",
+            "id": "call_s",
+            "name": "tool_search",
+            "input": {"query": "job logs", "limit": 8},
+        }
+        answer = transcript.messages[2]["content"][0]
+        assert answer["tool_use_id"] == "call_s"
+        assert json.loads(answer["content"]) == loaded
+        assert transcript.unknown == ()
+        assert validate_messages(list(transcript.messages)) == []

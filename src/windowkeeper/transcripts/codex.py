@@ -8,7 +8,8 @@ object per line, ``{"timestamp", "type", "payload"}``, where ``type`` is
 - ``response_item``: one item of the model's input or output, as the OpenAI Responses API has
   it: ``message`` (role user, assistant, developer or system; ``input_text``, ``output_text``
   and ``input_image`` content), ``reasoning``, ``function_call`` / ``function_call_output``,
-  ``custom_tool_call`` / ``custom_tool_call_output``, ``local_shell_call``, ``web_search_call``;
+  ``custom_tool_call`` / ``custom_tool_call_output``, ``tool_search_call`` /
+  ``tool_search_output``, ``local_shell_call``, ``web_search_call``;
 - ``turn_context``: the settings of a turn, among them its ``model``;
 - ``event_msg``: UI events; ``token_count`` carries ``info.last_token_usage``, the usage of the
   request that just completed;
@@ -40,6 +41,8 @@ Mapping rules:
 - **Tool calls.** ``function_call`` becomes a tool_use with ``id`` = ``call_id`` and the parsed
   ``arguments`` as input (``{"arguments": <text>}`` when they are not a JSON object);
   ``custom_tool_call`` (free-form input such as ``apply_patch``) gets ``{"input": <text>}``;
+  ``tool_search_call`` (0.14x: the model looks up tools to load) a ``tool_search`` tool_use of
+  its ``arguments``, answered by ``tool_search_output``'s ``tools`` as JSON text;
   ``local_shell_call`` becomes a ``local_shell`` tool_use whose input is the ``exec`` action
   (``command`` as an argv list, ...). Outputs become tool_results with the same id: the output
   text as Codex sent it (for the older shell tool, the JSON text with ``output`` and
@@ -65,6 +68,7 @@ included). ``model`` is that of the latest ``turn_context``.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -112,8 +116,8 @@ _LINE_TYPES = frozenset(
     }
 )
 _DROPPED_ITEMS = frozenset({"reasoning", "ghost_snapshot", "compaction", "compaction_summary"})
-_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
-_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+_CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"})
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output"})
 _ITEM_TYPES = _DROPPED_ITEMS | _CALLS | _OUTPUTS | {"message", "web_search_call"}
 _SYSTEM_ROLES = frozenset({"developer", "system"})
 
@@ -375,6 +379,9 @@ def _call(item: dict[str, Any], item_type: str, where: str) -> Message:
     if item_type == "local_shell_call":
         action = mapping(item.get("action"), f"{where}action", MalformedMessageError)
         return tool_use(call_id, "local_shell", {k: v for k, v in action.items() if k != "type"})
+    if item_type == "tool_search_call":  # its arguments are an object already
+        query = mapping(item.get("arguments", {}), f"{where}arguments", MalformedMessageError)
+        return tool_use(call_id, "tool_search", query)
     name = string(item.get("name"), f"{where}name", MalformedMessageError)
     if item_type == "custom_tool_call":
         return tool_use(
@@ -388,6 +395,9 @@ def _call(item: dict[str, Any], item_type: str, where: str) -> Message:
 
 def _output(item: dict[str, Any], where: str) -> Message:
     call_id = string(item.get("call_id"), f"{where}call_id", MalformedMessageError)
+    if item.get("type") == "tool_search_output":  # the tools it loaded: what the model got
+        tools = array(item.get("tools", []), f"{where}tools", MalformedMessageError)
+        return tool_result(call_id, json.dumps(tools, ensure_ascii=False))
     output = item.get("output")
     at = f"{where}output"
     if isinstance(output, str):
