@@ -133,3 +133,20 @@ def test_view_bodies_carry_only_wire_fields(tmp_path: Path) -> None:
         "role": "assistant",
         "content": [{"type": "text", "text": "done"}],
     }
+
+
+def test_inspect_says_the_agent_compacted() -> None:
+    """The Codex fixture compacts once: inspect says so, and that the history read starts
+    there (the requests before it are not in the messages it counts)."""
+    shown = run("inspect", str(FIXTURES / "codex_rollout.jsonl"))
+    assert (
+        "compactions   1: the agent put a summary in place of earlier turns; the history read"
+        " starts at the last one"
+    ) in shown.output
+    assert (
+        json.loads(run("inspect", "--json", str(FIXTURES / "codex_rollout.jsonl")).output)[
+            "compactions"
+        ]
+        == 1
+    )
+    assert "compactions" not in run("inspect", str(FIXTURES / "gemini_session.json")).output

@@ -459,6 +459,28 @@ class TestCurrentRecords:
         assert transcript.version == "2.1.92"
         assert len(transcript.messages) == 2
 
+    def test_a_forked_worker_warns_that_its_context_is_elsewhere(self) -> None:
+        """A forked worker's file (2.1.22x) opens with a ``fork-context-ref`` naming the parent
+        session and its last record: the worker's context, which this file does not hold."""
+        ref = {
+            "type": "fork-context-ref",
+            "agentId": "w1",
+            "parentSessionId": "p-1",
+            "parentLastUuid": "p-last",
+            "contextLength": 1038,
+        }
+        worker = [
+            ref,
+            {**_record("user", "u1", None, "You are a worker fork; go."), "isSidechain": True},
+            {**_record("assistant", "a1", "u1", [_text("On it")]), "isSidechain": True},
+        ]
+        transcript = parse_claude_code(_jsonl(worker), name="w.jsonl")
+        assert transcript.unknown == ()
+        assert len(transcript.messages) == 2
+        (warning,) = transcript.warnings
+        assert warning.startswith("w.jsonl:1: this worker was forked from session 'p-1'")
+        assert "up to record 'p-last'" in warning
+
     def test_other_formats_are_not_taken(self) -> None:
         """A Codex line (type and payload) or a message record without a message is not ours."""
         assert not looks_like_claude_code([{"type": "session_meta", "payload": {}}])

@@ -100,6 +100,11 @@ def format_transcript_lines(found: Inspection) -> list[str]:
     if found.forks:
         branches = "branch" if found.forks == 1 else "branches"
         lines.append(f"forks         {found.forks} {branches} left out (the live one is read)")
+    if found.compactions:
+        lines.append(
+            f"compactions   {found.compactions}: the agent put a summary in place of earlier"
+            " turns; the history read starts at the last one"
+        )
     lines.extend(f"warning       {warning}" for warning in found.warnings)
     return lines
 

@@ -69,6 +69,7 @@ class Inspection:
     model_calls: int = 0  # model responses: runs of consecutive assistant messages
     forks: int = 0  # branches of the file the reader left out
     warnings: tuple[str, ...] = ()  # what the reader repaired or dropped
+    compactions: int = 0  # times the agent put a summary in place of earlier turns
 
     @property
     def skipped(self) -> dict[str, int]:
@@ -106,6 +107,7 @@ class Inspection:
             "agent": {"name": self.agent, "version": self.version},
             "model_calls": self.model_calls,
             "forks": self.forks,
+            "compactions": self.compactions,
             "warnings": list(self.warnings),
             "skipped": self.skipped,
             "unknown": list(self.unknown),
@@ -150,6 +152,7 @@ def inspect_trace(trace: Trace, *, detector: NativeReadDetector | None = None) -
         model_calls=model_calls(history),
         forks=trace.forks,
         warnings=trace.warnings,
+        compactions=trace.compactions,
     )
 
 

@@ -130,6 +130,9 @@ class Trace:
     agent: str | None = None
     """The agent that wrote the trace, when the format alone does not tell (a task folder of
     Cline's shape written by Roo Code or Kilo Code)."""
+    compactions: int = 0
+    """How many times the agent compacted its history (a summary in place of earlier turns);
+    the history read starts where the last one left it."""
 
     @property
     def has_recorded_usage(self) -> bool:
@@ -227,6 +230,7 @@ def _transcript_trace(source: Path, kind: TraceFormat) -> Trace:
         version=transcript.version,
         forks=transcript.forks,
         warnings=transcript.warnings,
+        compactions=transcript.compactions,
     )
 
 

@@ -35,6 +35,8 @@ _KNOWN_TYPES = _MESSAGE_TYPES | {
     # bookkeeping of 2.1.22x: file backups taken after a snapshot, a remote-control bridge
     "file-history-delta",
     "bridge-session",
+    # a forked worker's first line: where its context comes from (read for a warning)
+    "fork-context-ref",
 }
 
 
@@ -280,3 +282,19 @@ def _forks(
             node = parent
         points.add(id(node))
     return len(points)
+
+
+_FORK_REF = "fork-context-ref"
+"""The first line of a forked worker's file (2.1.22x): where its context comes from."""
+
+
+def _forked_from(record: _Record, name: str) -> str:
+    """The warning for a forked worker's transcript (2.1.22x): the context it started with is
+    the parent session's history up to a record, which this file does not hold."""
+    parent = record.data.get("parentSessionId")
+    last = record.data.get("parentLastUuid")
+    return (
+        f"{name}:{record.line}: this worker was forked from session {parent!r}: the context it"
+        f" started with is that session's history up to record {last!r}, which is in that"
+        " session's file, not here: the usage recorded counts it, the messages read here do not"
+    )

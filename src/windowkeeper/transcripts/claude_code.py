@@ -92,10 +92,12 @@ from .._errors import InvalidUsageError, MalformedMessageError, TaskFolderError
 from ..core._messages import JSONValue, Message
 from ..session._sdk import usage_from_sdk
 from ._claude_code_records import (
+    _FORK_REF,
     _KNOWN_TYPES,
     _MESSAGE_TYPES,
     _SYNTHETIC_MODEL,
     _Draft,
+    _forked_from,
     _forks,
     _Join,
     _live_leaf,
@@ -167,6 +169,7 @@ def parse_claude_code(
         f" file: the conversation goes on at line {join.joined.line}, written before it"
         for join in joins
     )
+    warnings += (_forked_from(record, name) for record in records if record.type == _FORK_REF)
     messages, kept = reader.conversation(chain, main, joins)
     requests, model = reader.requests(kept)
     whole = chain if compaction == "keep" else _main_line(leaf, by_uuid, "keep")
