@@ -223,3 +223,110 @@ class TestSteeringHints:
             if block["type"] == "tool_result"
         ]
         assert results == ["run_1", "run_2"]
+
+
+def _tokens(prompt: int, output: int = 10) -> dict[str, int]:
+    return {"input": prompt, "output": output, "cached": 0, "thoughts": 0, "tool": 0}
+
+
+def _info(message_id: str, text: str) -> dict[str, Any]:
+    return {"id": message_id, "type": "info", "content": text}
+
+
+class TestTurnsRecordedInTwo:
+    """Two ``gemini`` records in a row are one turn when Gemini CLI wrote them for one: the
+    calls of a turn cancelled while they ran, a retry after a malformed function call. The
+    records follow real February-March 2026 sessions."""
+
+    def test_calls_of_a_cancelled_turn_join_it(self) -> None:
+        call = {
+            "id": "ask_1",
+            "name": "ask_user",
+            "args": {"question": "Go?"},
+            "status": "cancelled",
+            "result": [
+                {
+                    "functionResponse": {
+                        "id": "ask_1",
+                        "name": "ask_user",
+                        "response": {"error": "cancelled"},
+                    }
+                }
+            ],
+        }
+        transcript = parse_gemini_cli(
+            _jsonl(
+                _META,
+                _user("u1", "Set it up."),
+                _gemini("g1", "Asking first.", tokens=_tokens(900)),
+                _info("i1", "Request cancelled."),
+                _gemini("g2", "", toolCalls=[call]),
+                _user("u2", "Go on without asking."),
+            )
+        )
+        roles = [m["role"] for m in transcript.messages]
+        assert roles == ["user", "assistant", "user"]
+        assert [b["type"] for b in transcript.messages[1]["content"]] == ["text", "tool_use"]
+        assert [b["type"] for b in transcript.messages[2]["content"]] == ["tool_result", "text"]
+        assert validate_messages(list(transcript.messages)) == []
+        assert len(transcript.requests) == 1
+
+    def test_a_retried_attempt_leaves_its_usage_only(self) -> None:
+        call = {"id": "ask_2", "name": "ask_user", "args": {}, "status": "success", "result": "yes"}
+        transcript = parse_gemini_cli(
+            _jsonl(
+                _META,
+                _user("u1", "When is it called?"),
+                _info("i1", "Response stopped due to malformed function call."),
+                _gemini("g1", "First attempt.", tokens=_tokens(6700)),
+                _gemini("g2", "It is called by hand.", tokens=_tokens(6700, 40), toolCalls=[call]),
+            )
+        )
+        assert _texts(transcript.messages)[:2] == [
+            ("user", "When is it called?"),
+            ("assistant", "It is called by hand."),
+        ]
+        assert validate_messages(list(transcript.messages)) == []
+        first, second = transcript.requests
+        assert (first.message_index, first.usage.total) == (None, 6710)
+        assert second.message_index == 1
+
+    def test_two_turns_of_different_prompts_stay_two(self) -> None:
+        """Not a retry: the second request was larger (a turn after an error, say)."""
+        transcript = parse_gemini_cli(
+            _jsonl(
+                _META,
+                _user("u1", "Go."),
+                _gemini("g1", "One.", tokens=_tokens(100)),
+                _info("i1", "Something failed."),
+                _gemini("g2", "Two.", tokens=_tokens(140)),
+            )
+        )
+        assert [text for _, text in _texts(transcript.messages)] == ["Go.", "One.", "Two."]
+
+    def test_a_question_mark_the_model_answered_is_kept(self) -> None:
+        """A prompt Gemini CLI leaves out on resume ("?", a command) stays when the model
+        answered it and nothing else stands before the answer; else it goes, as before."""
+        answered = parse_gemini_cli(
+            _jsonl(
+                _META,
+                _user("u1", "?"),
+                _info("i1", "Switched model"),
+                _gemini("g1", "Hi!", tokens=_tokens(9630)),
+            )
+        )
+        assert _texts(answered.messages) == [("user", "?"), ("assistant", "Hi!")]
+        unanswered = parse_gemini_cli(
+            _jsonl(
+                _META,
+                _user("u1", "Fix it."),
+                _gemini("g1", "Done.", tokens=_tokens(50)),
+                _user("u2", "/stats"),
+                _user("u3", "Thanks."),
+            )
+        )
+        assert _texts(unanswered.messages) == [
+            ("user", "Fix it."),
+            ("assistant", "Done."),
+            ("user", "Thanks."),
+        ]

@@ -62,7 +62,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from .._errors import MalformedMessageError, TaskFolderError
@@ -89,6 +89,7 @@ from ._common import (
 )
 from ._gemini_records import label as _label
 from ._gemini_records import latest_messages
+from ._gemini_turns import Turn, place_turn
 
 __all__ = ["FORMAT", "looks_like_gemini_cli", "parse_gemini_cli", "read_gemini_cli"]
 
@@ -154,17 +155,6 @@ def _contents(value: list[Any]) -> bool:
     )
 
 
-@dataclass(slots=True)
-class _Content:
-    """One Gemini API content, with where its parts came from and what its response cost."""
-
-    role: str
-    where: str
-    parts: list[tuple[str, Any]] = field(default_factory=list)
-    usage: TokenUsage | None = None
-    model: str | None = None
-
-
 class _Reader:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -206,14 +196,16 @@ class _Reader:
 
     def messages(self, messages: Sequence[tuple[str, dict[str, Any]]]) -> Transcript:
         """A recording's messages, turned into contents the way Gemini CLI resumes them."""
-        contents: list[_Content] = []
+        contents: list[Turn] = []
         model: str | None = None
         answered: set[str] = set()  # the tool results just read, as JSON text
+        left_out: Turn | None = None  # user text resuming leaves out, the model may answer
         for where, message in messages:
             message_type = message.get("type")
             if message_type in _SKIPPED_TYPES:
                 continue
             if message_type == "user":
+                left_out = None
                 parts = self._part_list(message.get("content"), f"{where}content")
                 if answered and any(
                     isinstance(part, dict) and "functionResponse" in part and _key(part) in answered
@@ -234,30 +226,41 @@ class _Reader:
                     isinstance(part, dict) and set(part) <= {"text"} for _, part in parts
                 )
                 if only_text and _ignored(text.strip()):
-                    continue  # a command, or context Gemini CLI writes again on resume
-                contents.append(_Content("user", _label(where), parts))
+                    # a command, or context Gemini CLI writes again on resume: kept only when
+                    # the model answered it where nothing else stands before the answer
+                    left_out = Turn("user", _label(where), parts) if text.strip() else None
+                    continue
+                contents.append(Turn("user", _label(where), parts))
             elif message_type == "gemini":
                 content = self._gemini(message, where)
                 model = content.model or model
-                contents.append(content)
+                answers_it = content.usage is not None
+                if (
+                    left_out is not None
+                    and answers_it
+                    and (not contents or contents[-1].role == "model")
+                ):
+                    contents.append(left_out)  # "?" the model answered: it was sent
+                left_out = None
+                place_turn(contents, content)
                 responses = self._responses(message, where)
                 answered = {_key(part) for _, part in responses}
                 if responses:
-                    contents.append(_Content("user", _label(where), responses))
+                    contents.append(Turn("user", _label(where), responses))
             else:
                 self.unknown.append(Unknown(_label(where), str(message_type)))
         return self.transcript(contents, model)
 
     def history(self, history: list[Any], path: str) -> Transcript:
         """A list of Gemini API contents, at ``path`` in the file (``""`` for the whole file)."""
-        contents: list[_Content] = []
+        contents: list[Turn] = []
         for index, item in enumerate(history):
             at = f"{self.name}: {path}[{index}]"
             content = mapping(item, at, MalformedMessageError)
             role = string(content.get("role"), f"{at}.role", MalformedMessageError)
             parts = array(content.get("parts"), f"{at}.parts", MalformedMessageError)
             contents.append(
-                _Content(role, at, [(f"{at}.parts[{j}]", part) for j, part in enumerate(parts)])
+                Turn(role, at, [(f"{at}.parts[{j}]", part) for j, part in enumerate(parts)])
             )
         return self.transcript(contents, None)
 
@@ -276,7 +279,7 @@ class _Reader:
             for j, item in enumerate(items)
         ]
 
-    def _gemini(self, message: dict[str, Any], where: str) -> _Content:
+    def _gemini(self, message: dict[str, Any], where: str) -> Turn:
         parts = self._part_list(message.get("content") or None, f"{where}content")
         has_calls = any(
             isinstance(part, dict) and ("functionCall" in part or part.get("thought"))
@@ -304,7 +307,7 @@ class _Reader:
         usage = (
             None if tokens is None else _usage(mapping(tokens, f"{where}tokens"), f"{where}tokens")
         )
-        return _Content("model", _label(where), parts, usage, model)
+        return Turn("model", _label(where), parts, usage, model)
 
     def _tool_calls(self, message: dict[str, Any], where: str) -> list[dict[str, Any]]:
         calls = message.get("toolCalls")
@@ -335,7 +338,7 @@ class _Reader:
 
     # -- contents to messages ----------------------------------------------------------------
 
-    def transcript(self, contents: Sequence[_Content], model: str | None) -> Transcript:
+    def transcript(self, contents: Sequence[Turn], model: str | None) -> Transcript:
         ids = self._ids(contents)
         builder = MessageBuilder()
         requests: list[RecordedRequest] = []
@@ -368,7 +371,7 @@ class _Reader:
             unknown=in_file_order(self.unknown, self.name),
         )
 
-    def _ids(self, contents: Sequence[_Content]) -> dict[tuple[int, int], str]:
+    def _ids(self, contents: Sequence[Turn]) -> dict[tuple[int, int], str]:
         """The id of every function call and response, by (content, part) position.
 
         Responses pair with the calls of the model content before them: by id when both have
