@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from windowkeeper import MalformedMessageError, TaskFolderError, TokenUsage, validate_messages
+from windowkeeper.cli import cli
 from windowkeeper.transcripts import Unknown
 from windowkeeper.transcripts.openhands import looks_like_openhands, parse_openhands, read_openhands
 
@@ -353,3 +355,23 @@ class TestErrors:
         path.write_text("[{", encoding="utf-8")
         with pytest.raises(TaskFolderError, match=r"t\.json:1: not JSON"):
             read_openhands(path)
+
+
+def test_a_v0_session_folder_reads_as_its_trajectory(tmp_path: Path) -> None:
+    """The OpenHands server (V0) stores a session as ``events/0.json``, ``1.json``, ... one
+    event a file: read in number order (10 after 9), as the same events in one file read."""
+    events = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    assert len(events) > 10
+    folder = tmp_path / "sessions" / "abc"
+    (folder / "events").mkdir(parents=True)
+    (folder / "metadata.json").write_text("{}", encoding="utf-8")
+    for number, event in enumerate(events):
+        (folder / "events" / f"{number}.json").write_text(json.dumps(event), encoding="utf-8")
+    from_file = read_openhands(FIXTURE)
+    for path in (folder, folder / "events"):
+        read = read_openhands(path)
+        assert read.messages == from_file.messages
+        assert [r.usage for r in read.requests] == [r.usage for r in from_file.requests]
+    shown = CliRunner().invoke(cli, ["inspect", str(folder)])
+    assert shown.exit_code == 0, shown.output
+    assert f"messages      {len(from_file.messages)}:" in shown.output

@@ -50,8 +50,8 @@ from ._nul import without_nul
 from .claude_code import looks_like_claude_code, parse_claude_code
 from .codex import looks_like_codex, parse_codex
 from .gemini_cli import looks_like_gemini_cli, parse_gemini_cli
-from .openhands import looks_like_openhands, parse_openhands
-from .openhands_v1 import is_openhands_folder, read_openhands_folder
+from .openhands import looks_like_openhands, parse_openhands, read_openhands
+from .openhands_v1 import is_openhands_folder
 from .roo import looks_like_roo, parse_roo
 
 __all__ = [
@@ -95,7 +95,7 @@ def read_transcript(
             f"{file}: unknown transcript format {format!r} (choose from {choices})"
         )
     if format in (None, "openhands") and is_openhands_folder(file):
-        return without_nul(read_openhands_folder(file, compaction=compaction))
+        return without_nul(read_openhands(file, compaction=compaction))
     text = read_text(file)
     kind = format or _detect(text)
     if kind is None:

@@ -64,6 +64,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from .._errors import MalformedMessageError, TaskFolderError
@@ -83,6 +84,7 @@ from ._common import (
     image_from_url,
     jsonl_records,
     kind,
+    loads,
     mapping,
     read_text,
     string,
@@ -117,10 +119,36 @@ FORMAT = "openhands"
 
 
 def read_openhands(path: str | os.PathLike[str], *, compaction: Compaction = "last") -> Transcript:
-    """Read an OpenHands trajectory file or V1 conversation folder; errors name the file and path."""
+    """Read an OpenHands trajectory file, or conversation folder (V1, or a V0 session's);
+    errors name the file and path."""
     if is_openhands_folder(path):
+        check_compaction(compaction)
+        older = _session_events(Path(path))
+        if older is not None:
+            return _Reader(str(path), compaction).read(older)
         return read_openhands_folder(path, compaction=compaction)
     return parse_openhands(read_text(path), name=str(path), compaction=compaction)
+
+
+def _session_events(folder: Path) -> list[tuple[str, Any]] | None:
+    """The events of an OpenHands V0 session folder (``events/0.json``, ``1.json``, ... in
+    number order: the server's file store), or None for a folder of another kind.
+
+    A V0 event has an ``action`` or an ``observation`` and no ``kind``; the events are those of
+    a trajectory file, one a file.
+    """
+    events = folder / "events" if (folder / "events").is_dir() else folder
+    numbered = [file for file in events.glob("*.json") if file.stem.isdigit()]
+    if not numbered or any(events.glob("event-*.json")):
+        return None
+    located = [
+        (str(file), loads(read_text(file), str(file)))
+        for file in sorted(numbered, key=lambda file: int(file.stem))
+    ]
+    first = located[0][1]
+    if not isinstance(first, dict) or "kind" in first:
+        return None
+    return located
 
 
 def parse_openhands(

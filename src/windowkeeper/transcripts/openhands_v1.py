@@ -111,14 +111,17 @@ _KINDS = _CONVERSATION | _BOOKKEEPING
 
 
 def is_openhands_folder(path: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` is a V1 conversation folder (or its ``events/`` folder)."""
+    """Whether ``path`` is a conversation folder (or its ``events/`` folder): V1's
+    ``event-*.json`` files, or a V0 session's numbered ones."""
     folder = Path(path)
     if not folder.is_dir():
         return False
     events = folder / "events"
     if events.is_dir():
         return True
-    return folder.name == "events" and any(folder.glob("event-*.json"))
+    return folder.name == "events" and (
+        any(folder.glob("event-*.json")) or any(f.stem.isdigit() for f in folder.glob("*.json"))
+    )
 
 
 def read_openhands_folder(
