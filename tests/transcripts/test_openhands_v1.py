@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from windowkeeper import MalformedMessageError, TaskFolderError, validate_messages
+from windowkeeper import MalformedMessageError, TaskFolderError, TokenUsage, validate_messages
 from windowkeeper.tools._inspection import inspect_trace
 from windowkeeper.tools._trace import load_trace
 from windowkeeper.transcripts import Unknown
@@ -360,3 +360,56 @@ def test_unsigned_thinking_is_left_out() -> None:
         "thinking": "claude reasoning",
         "signature": "sig-9",
     }
+
+
+def _usage_entry(response: str, prompt: int, reads: int, writes: int) -> dict[str, Any]:
+    return {
+        "model": "m",
+        "prompt_tokens": prompt,
+        "completion_tokens": 40,
+        "cache_read_tokens": reads,
+        "cache_write_tokens": writes,
+        "response_id": response,
+    }
+
+
+@pytest.mark.parametrize("key", ["service_to_metrics", "usage_to_metrics"])
+def test_base_state_gives_each_response_its_usage(tmp_path: Path, key: str) -> None:
+    """``base_state.json`` keeps the usage of every response by its id (before SDK 1.0 under
+    ``service_to_metrics``, in 1.x ``usage_to_metrics``): each response the events name is a
+    request of that usage; the prompt counts the cache reads, not the writes. A response of
+    another LLM (the condenser's) names no event and is no request of the agent."""
+    events = [
+        _user("go"),
+        _action("c1", "r1", "ls"),
+        _observation("c1"),
+        _action("c2", "r2", "pwd"),
+        _observation("c2"),
+    ]
+    (tmp_path / "events").mkdir()
+    for number, event in enumerate(events):
+        path = tmp_path / "events" / f"event-{number:05d}-{event['id']}.json"
+        path.write_text(json.dumps(event), encoding="utf-8")
+    stats = {
+        key: {
+            "default": {
+                "token_usages": [
+                    _usage_entry("r1", 7064, 7060, 1549),
+                    _usage_entry("r2", 9038, 9033, 3652),
+                ]
+            },
+            "condenser": {"token_usages": [_usage_entry("r9", 4, 0, 5091)]},
+        }
+    }
+    state = {"agent": {"llm": {"model": "m"}}, "stats": stats}
+    (tmp_path / "base_state.json").write_text(json.dumps(state), encoding="utf-8")
+    transcript = read_transcript(tmp_path)
+    assert [(r.message_index, r.usage) for r in transcript.requests] == [
+        (1, TokenUsage(tokens_in=4, tokens_out=40, cache_writes=1549, cache_reads=7060)),
+        (3, TokenUsage(tokens_in=5, tokens_out=40, cache_writes=3652, cache_reads=9033)),
+    ]
+    assert parse_openhands_v1(events).requests == ()
+    state["stats"] = {key: {"default": {"token_usages": "many"}}}
+    (tmp_path / "base_state.json").write_text(json.dumps(state), encoding="utf-8")
+    with pytest.raises(TaskFolderError, match=rf"stats\.{key}\.default\.token_usages"):
+        read_transcript(tmp_path)

@@ -174,3 +174,44 @@ def _response_usage(usage: dict[str, Any], where: str) -> TokenUsage:
     )
     flat = {**usage, "cache_read_tokens": cached or usage.get("cache_read_input_tokens")}
     return _token_usage(flat, where, "cache_read_tokens", "cache_creation_input_tokens")
+
+
+_STATS = ("usage_to_metrics", "service_to_metrics")  # SDK 1.x, and before 1.0
+
+
+def response_usages(state: Any, where: str) -> dict[str, TokenUsage]:
+    """The usage of each model response a V1 conversation's ``base_state.json`` records, by
+    ``response_id`` (an ``ActionEvent``'s ``llm_response_id``); empty when it records none.
+
+    ``stats.usage_to_metrics`` (``service_to_metrics`` before SDK 1.0) holds a metrics object per
+    LLM the conversation used (the agent's, the condenser's), each with its ``token_usages``:
+    ``prompt_tokens``, ``completion_tokens``, ``cache_read_tokens``, ``cache_write_tokens``. The
+    prompt counts the cache reads but not the writes: in real conversations the reads and
+    writes together exceed it on every request, the reads alone never do.
+    """
+    stats = state.get("stats") if isinstance(state, dict) else None
+    if not isinstance(stats, dict):
+        return {}
+    found: dict[str, TokenUsage] = {}
+    for key in _STATS:
+        services = stats.get(key)
+        if services is None:
+            continue
+        for service, metrics in mapping(services, f"{where}: stats.{key}").items():
+            at = f"{where}: stats.{key}.{service}"
+            usages = mapping(metrics, at).get("token_usages") or []
+            for position, value in enumerate(array(usages, f"{at}.token_usages")):
+                entry = mapping(value, f"{at}.token_usages[{position}]")
+                response = entry.get("response_id")
+                if not isinstance(response, str) or not response:
+                    continue
+                place = f"{at}.token_usages[{position}]"
+                prompt = count(entry, "prompt_tokens", place)
+                reads = min(count(entry, "cache_read_tokens", place), prompt)
+                found[response] = TokenUsage(
+                    tokens_in=prompt - reads,
+                    tokens_out=count(entry, "completion_tokens", place),
+                    cache_writes=count(entry, "cache_write_tokens", place),
+                    cache_reads=reads,
+                )
+    return found

@@ -42,23 +42,27 @@ Mapping rules follow the SDK's ``View`` and ``LLMConvertibleEvent.events_to_mess
   ``Transcript.unknown``), and thinking blocks without a signature (another model's reasoning
   through LiteLLM: no Anthropic request can carry them).
 
-Usage: the events record none per request (the SDK keeps totals in its state), so
-``requests`` is empty; ``model`` is ``base_state.json``'s when the folder is read.
+Usage: the events record none. A folder's ``base_state.json`` records the usage of each
+response by its id (``stats``, see :func:`~windowkeeper.transcripts._openhands_events.response_usages`):
+each response the events name that way is a request; ``model`` is that file's too. Read
+from a file of events alone, ``requests`` is empty.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .._errors import MalformedMessageError
 from ..core._messages import JSONValue, Message
+from ..core._usage import TokenUsage
 from ._common import (
     Compaction,
     MessageBuilder,
+    RecordedRequest,
     Transcript,
     Unknown,
     anthropic_tool,
@@ -76,6 +80,7 @@ from ._common import (
     tool_result,
     tool_use,
 )
+from ._openhands_events import response_usages
 
 __all__ = [
     "is_openhands_folder",
@@ -134,6 +139,7 @@ def read_openhands_folder(
     for file in sorted(events_dir.glob("*.json")):
         located.append((str(file), loads(read_text(file), str(file))))
     model = None
+    usages: dict[str, TokenUsage] = {}
     state = events_dir.parent / "base_state.json"
     if state.is_file():
         value = loads(read_text(state), str(state))
@@ -141,7 +147,8 @@ def read_openhands_folder(
         llm = agent.get("llm") if isinstance(agent, dict) else None
         found = llm.get("model") if isinstance(llm, dict) else None
         model = found if isinstance(found, str) else None
-    return _Reader(compaction).read(located, model)
+        usages = response_usages(value, str(state))
+    return _Reader(compaction).read(located, model, usages=usages)
 
 
 def looks_like_openhands_v1(value: JSONValue) -> bool:
@@ -200,13 +207,17 @@ class _Reader:
         self.system: str | None = None
         self.tools: tuple[dict[str, Any], ...] | None = None
         self.response: str | None = None  # the llm_response_id of the open assistant message
+        self.answers: dict[str, tuple[int, str]] = {}  # response id -> (its message, where)
 
     def read(
         self,
         located: Sequence[tuple[str, Any]],
         model: str | None,
         warnings: Sequence[str] = (),
+        usages: Mapping[str, TokenUsage] | None = None,
     ) -> Transcript:
+        """The transcript of ``located`` events; ``usages`` (by ``llm_response_id``, from
+        ``base_state.json``) give the requests of the responses they name."""
         events = [(where, mapping(event, where)) for where, event in located]
         for where, event in events:
             event_kind = string(event.get("kind"), f"{where}.kind")
@@ -217,12 +228,18 @@ class _Reader:
             events = _view(events)
         for where, event in _grouped(_paired(events)):
             self._event(event, where)
+        requests = tuple(
+            RecordedRequest(index, usages[response], model, where)
+            for response, (index, where) in self.answers.items()
+            if usages is not None and response in usages
+        )
         return Transcript(
             format=FORMAT,
             messages=tuple(self.builder.messages()),
             system=self.system,
             tools=self.tools,
             model=model,
+            requests=requests,
             unknown=tuple(self.unknown),
             compactions=condensations,
             warnings=tuple(warnings),
@@ -294,7 +311,9 @@ class _Reader:
         name = string(call.get("name"), f"{at}.name", MalformedMessageError)
         raw = call.get("arguments", "{}")
         tool_input = arguments(raw) if isinstance(raw, str) else mapping(raw, at)
-        self.builder.add("assistant", tool_use(call_id, name, tool_input))
+        index = self.builder.add("assistant", tool_use(call_id, name, tool_input))
+        if isinstance(response, str):
+            self.answers.setdefault(response, (index, where))
         if response is None:
             self.builder.end_response()
 
