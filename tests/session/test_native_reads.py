@@ -219,10 +219,17 @@ class TestShellReads:
             *turn("a", "Bash", "cat src/app.py"),
             *turn("b", "shell", ["bash", "-lc", "nl -ba ./src/app.py"]),
             *turn("c", "Bash", "cat src/app.py | grep f"),
-            *turn("d", "Bash", "sed -n 1,400p src/app.py"),  # a part: a copy of its own
+            *turn("d", "Bash", "sed -n 1,400p src/app.py"),  # a part: listed with the file
         ]
-        copies = NativeReadDetector().copies(history, 2, OverwriteStore())
-        assert copies == {"src/app.py": [(3, 0), (5, 0)], "src/app.py (sed -n 1,400p)": [(9, 0)]}
+        detector = NativeReadDetector()
+        assert detector.copies(history, 2, OverwriteStore()) == {
+            "src/app.py": [(3, 0), (5, 0), (9, 0)]
+        }
+        scan = detector.scan(history, 2, OverwriteStore())
+        assert {path: len(seen) for path, seen in scan.reads.items()} == {
+            "src/app.py": 2,  # the whole file twice: the older copy goes
+            "src/app.py (sed -n 1,400p)": 1,  # a part, a copy of its own
+        }
 
 
 # -- the detector remembers the copies it found per message --------------------------------

@@ -346,3 +346,34 @@ class TestPartsOfAFile:
         assert sorted(bool(r) for r in replacements) == (
             [False, True] if replaced else [False, False]
         )
+
+
+def test_roo_xml_reads_of_other_lines_are_other_parts() -> None:
+    """Roo Code names the lines a read shows (``<content lines="1-50">``): a read of lines
+    51-100 replaces no copy of lines 1-50; the same lines shown again are a copy of them."""
+    header = (
+        "[read_file for 'p.md'. Reading multiple files at once is more efficient for the LLM."
+        " If other files are relevant to your current task, please read them simultaneously.]"
+        " Result:"
+    )
+
+    def shown(lines: str) -> str:
+        return f'<files>\n<file><path>p.md</path>\n<content lines="{lines}">{BODY}</content>\n</file>\n</files>'
+
+    history = [
+        U("t"),
+        A("a"),
+        U([T(header), T(shown("1-50"))]),
+        A("b"),
+        U([T(header), T(shown("51-100"))]),
+        A("c"),
+        U([T(header), T(shown("1-50"))]),
+    ]
+    part = (
+        "[windowkeeper: an older copy of 'p.md' (lines=1-50) was removed here to save context;"
+        " a newer copy of that same part appears further down in this conversation.]"
+    )
+    assert found(history) == {
+        "p.md (lines=1-50)": [(2, 1, "text", part), (6, 1, "text", "")],
+        "p.md (lines=51-100)": [(4, 1, "text", "")],
+    }

@@ -110,7 +110,11 @@ def _part(tool_input: Mapping[str, Any], path_keys: Sequence[str]) -> str:
         value = tool_input[key]
         if key in path_keys or key in _NOT_A_PART or value is None or value in ("", [], {}):
             continue
-        shown = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        shown = (
+            value
+            if isinstance(value, str)
+            else json.dumps(value, separators=(",", ":"), default=str)
+        )
         pairs.append(f"{key}={shown}")
     return ", ".join(pairs)
 
@@ -220,15 +224,19 @@ class NativeReadDetector:
     def copies(
         self, history: Sequence[Message], start_index: int, store: OverwriteStore
     ) -> dict[str, list[tuple[int, int]]]:
-        """Every unreplaced copy found, per normalized path: ``(message index, block index)``."""
+        """Every unreplaced copy found, per normalized path (the copies of every part of a
+        file together): ``(message index, block index)``, in order."""
         mentions = ReadScan()
-        found: dict[str, list[tuple[int, int]]] = {
-            path: [(c.sighting.message_index, c.sighting.block_index) for c in sightings]
-            for path, sightings in self._copies(history, start_index, store, mentions).items()
-        }
+        found: dict[str, list[tuple[int, int]]] = {}
+        for key, copies in self._copies(history, start_index, store, mentions).items():
+            for c in copies:
+                found.setdefault(c.path or key, []).append(
+                    (c.sighting.message_index, c.sighting.block_index)
+                )
         for path, sightings in mentions.reads.items():
             found.setdefault(path, []).extend((s.message_index, s.block_index) for s in sightings)
-            found[path].sort()
+        for places in found.values():
+            places.sort()
         return found
 
     def _copies(
@@ -382,12 +390,23 @@ _ROO_HEADER = re.compile(
 block of their own."""
 
 
+_LINES = re.compile(r'<content lines="([^"]*)"')
+
+
+def _lines_shown(body: str) -> str:
+    """The lines a Roo Code read shows (``<content lines="1-50">``): its part. Roo names them
+    for a whole file too (``1-N``); a file read again whole and unchanged shows the same."""
+    ranges = _LINES.findall(body)
+    return f"lines={','.join(ranges)}" if ranges else ""
+
+
 def _header_copy(
     text: str, block: dict[str, Any], position: int, index: int, content: list[Any]
 ) -> tuple[str, _Copy] | None:
     """A copy announced by a Cline header: ``[read_file for 'p'] Result:`` and the edit tools;
     Roo Code's header of a read of one file too."""
     parsed = parse_header(text)
+    roo = None
     if parsed is None:
         roo = _ROO_HEADER.match(text)
         if roo is None:
@@ -397,15 +416,19 @@ def _header_copy(
     string_result = block.get("type") == "tool_result" and isinstance(block.get("content"), str)
     kind = CONTENT if string_result else TEXT
     if tool == READ_TOOL:
+        shown = normalize_path(path)
         if text == header:  # the old layout: the contents follow in the next block
             following = content[position + 1] if position + 1 < len(content) else None
             body = block_text(following)
             if body is None:
                 return None
+            part = "" if roo is None else _lines_shown(body)
             sighting = Sighting(index, EditType.READ_FILE_TOOL, "", "", position + 1, TEXT)
-            return normalize_path(path), _Copy(sighting, utf16_len(body))
+            return _keyed(path, part), _Copy(sighting, utf16_len(body), path=shown, part=part)
+        part = "" if roo is None else _lines_shown(text)
         sighting = Sighting(index, EditType.READ_FILE_TOOL, "", "", position, kind)
-        return normalize_path(path), _Copy(sighting, utf16_len(text), prefix=f"{header}\n")
+        copy = _Copy(sighting, utf16_len(text), prefix=f"{header}\n", path=shown, part=part)
+        return _keyed(path, part), copy
     if tool in EDIT_TOOLS:
         final = final_content(text)
         if final is None:
