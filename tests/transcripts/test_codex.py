@@ -376,7 +376,7 @@ class TestCurrentRollout:
         transcript = read_codex(Path(__file__).parent / "fixtures" / "codex_rollout_0144.jsonl")
         copies = NativeReadDetector().copies(list(transcript.messages), 0, OverwriteStore())
         assert {path: len(found) for path, found in copies.items()} == {
-            "src/dates.py (sed -n 1,120p)": 2,  # the same part twice: a copy of one text
+            "src/dates.py": 2,
             "tests/test_dates.py": 1,
         }
 
@@ -462,4 +462,35 @@ class TestToolSearch:
         assert answer["tool_use_id"] == "call_s"
         assert json.loads(answer["content"]) == loaded
         assert transcript.unknown == ()
+        assert validate_messages(list(transcript.messages)) == []
+
+    def test_a_search_the_server_ran_is_left_out_and_string_arguments_are_read(self) -> None:
+        """``execution: "server"`` (no call id) pairs nothing: reported, never fatal; a client
+        search whose arguments are JSON text reads as one whose arguments are an object."""
+        server_call = {"type": "tool_search_call", "call_id": None, "execution": "server"}
+        server_output = {
+            "type": "tool_search_output",
+            "call_id": None,
+            "execution": "server",
+            "tools": [],
+        }
+        client = {"type": "tool_search_call", "call_id": "s1", "arguments": '{"query": "x"}'}
+        answer = {"type": "tool_search_output", "call_id": "s1", "execution": "client", "tools": []}
+        transcript = parse_codex(
+            _jsonl(
+                [
+                    _message("user", "Go."),
+                    _line("response_item", server_call),
+                    _line("response_item", server_output),
+                    _line("response_item", client),
+                    _line("response_item", answer),
+                    _tokens(100, 0, 10, 110),
+                ]
+            ),
+            name="r.jsonl",
+        )
+        assert [u.type for u in transcript.unknown] == ["tool_search_call", "tool_search_output"]
+        assert transcript.messages[1]["content"] == [
+            {"type": "tool_use", "id": "s1", "name": "tool_search", "input": {"query": "x"}}
+        ]
         assert validate_messages(list(transcript.messages)) == []

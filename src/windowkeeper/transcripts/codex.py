@@ -42,7 +42,8 @@ Mapping rules:
   ``arguments`` as input (``{"arguments": <text>}`` when they are not a JSON object);
   ``custom_tool_call`` (free-form input such as ``apply_patch``) gets ``{"input": <text>}``;
   ``tool_search_call`` (0.14x: the model looks up tools to load) a ``tool_search`` tool_use of
-  its ``arguments``, answered by ``tool_search_output``'s ``tools`` as JSON text;
+  its ``arguments``, answered by ``tool_search_output``'s ``tools`` as JSON text (a search the
+  server ran, ``execution: "server"``, has no answer to pair: dropped and reported);
   ``local_shell_call`` becomes a ``local_shell`` tool_use whose input is the ``exec`` action
   (``command`` as an argv list, ...). Outputs become tool_results with the same id: the output
   text as Codex sent it (for the older shell tool, the JSON text with ``output`` and
@@ -331,6 +332,12 @@ class _Reader:
             raise MalformedMessageError(f"{where}type", f"expected a string, got {kind(item_type)}")
         if item_type == "message":
             return self._message(item, where, system)
+        if item_type.startswith("tool_search_") and (
+            item.get("execution") == "server" or item.get("call_id") is None
+        ):
+            # run by the server: nothing for the client to answer, like a web search
+            self.unknown.append(Unknown(where.rstrip(". :"), item_type))
+            return []
         if item_type in _CALLS:
             return [("assistant", _call(item, item_type, where))]
         if item_type in _OUTPUTS:
@@ -379,9 +386,13 @@ def _call(item: dict[str, Any], item_type: str, where: str) -> Message:
     if item_type == "local_shell_call":
         action = mapping(item.get("action"), f"{where}action", MalformedMessageError)
         return tool_use(call_id, "local_shell", {k: v for k, v in action.items() if k != "type"})
-    if item_type == "tool_search_call":  # its arguments are an object already
-        query = mapping(item.get("arguments", {}), f"{where}arguments", MalformedMessageError)
-        return tool_use(call_id, "tool_search", query)
+    if item_type == "tool_search_call":  # its arguments are an object (or its JSON text)
+        query = item.get("arguments", {})
+        if isinstance(query, str):
+            return tool_use(call_id, "tool_search", arguments(query))
+        return tool_use(
+            call_id, "tool_search", mapping(query, f"{where}arguments", MalformedMessageError)
+        )
     name = string(item.get("name"), f"{where}name", MalformedMessageError)
     if item_type == "custom_tool_call":
         return tool_use(
