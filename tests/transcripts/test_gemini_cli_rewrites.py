@@ -330,3 +330,39 @@ class TestTurnsRecordedInTwo:
             ("assistant", "Done."),
             ("user", "Thanks."),
         ]
+
+    def test_a_command_between_two_turns_is_never_a_user_turn(self) -> None:
+        """ "/stats" was never sent: the two turns stay as they are, and a retry is still one."""
+        two = parse_gemini_cli(
+            _jsonl(
+                _META,
+                _user("u1", "Go."),
+                _gemini("g1", "One.", tokens=_tokens(100)),
+                _user("u2", "/stats"),
+                _gemini("g2", "Two.", tokens=_tokens(140)),
+            )
+        )
+        assert [text for _, text in _texts(two.messages)] == ["Go.", "One.", "Two."]
+        retried = parse_gemini_cli(
+            _jsonl(
+                _META,
+                _user("u1", "Q?"),
+                _gemini("g1", "attempt", tokens=_tokens(6700)),
+                _user("u2", "?"),
+                _gemini("g2", "answer", tokens=_tokens(6700)),
+            )
+        )
+        assert _texts(retried.messages) == [("user", "Q?"), ("assistant", "answer")]
+
+    def test_turns_of_zero_tokens_are_no_retry(self) -> None:
+        """A proxy that reports zeros tells nothing: both turns stay."""
+        zeros = {"input": 0, "output": 0, "cached": 0, "thoughts": 0, "tool": 0}
+        transcript = parse_gemini_cli(
+            _jsonl(
+                _META,
+                _user("u1", "Go."),
+                _gemini("g1", "One.", tokens=zeros),
+                _gemini("g2", "Two.", tokens=zeros),
+            )
+        )
+        assert [text for _, text in _texts(transcript.messages)] == ["Go.", "One.", "Two."]

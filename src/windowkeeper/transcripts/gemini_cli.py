@@ -89,7 +89,7 @@ from ._common import (
 )
 from ._gemini_records import label as _label
 from ._gemini_records import latest_messages
-from ._gemini_turns import Turn, place_turn
+from ._gemini_turns import Turn, continues, place_turn
 
 __all__ = ["FORMAT", "looks_like_gemini_cli", "parse_gemini_cli", "read_gemini_cli"]
 
@@ -226,21 +226,22 @@ class _Reader:
                     isinstance(part, dict) and set(part) <= {"text"} for _, part in parts
                 )
                 if only_text and _ignored(text.strip()):
-                    # a command, or context Gemini CLI writes again on resume: kept only when
-                    # the model answered it where nothing else stands before the answer
-                    left_out = Turn("user", _label(where), parts) if text.strip() else None
+                    # a command, or context Gemini CLI writes again on resume; a "?" is kept
+                    # when the model answered it where nothing else stands before the answer
+                    asked = text.strip().startswith("?")
+                    left_out = Turn("user", _label(where), parts) if asked else None
                     continue
                 contents.append(Turn("user", _label(where), parts))
             elif message_type == "gemini":
                 content = self._gemini(message, where)
                 model = content.model or model
-                answers_it = content.usage is not None
                 if (
                     left_out is not None
-                    and answers_it
+                    and content.usage is not None
+                    and not continues(contents, content)
                     and (not contents or contents[-1].role == "model")
                 ):
-                    contents.append(left_out)  # "?" the model answered: it was sent
+                    contents.append(left_out)  # a "?" the model answered: it was sent
                 left_out = None
                 place_turn(contents, content)
                 responses = self._responses(message, where)
