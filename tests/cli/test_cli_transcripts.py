@@ -136,12 +136,12 @@ def test_view_bodies_carry_only_wire_fields(tmp_path: Path) -> None:
 
 
 def test_inspect_says_the_agent_compacted() -> None:
-    """The Codex fixture compacts once: inspect says so, and that the history read starts
-    there (the requests before it are not in the messages it counts)."""
+    """The Codex fixture compacts once: inspect says so (the messages it counts are those the
+    agent kept), in text and in JSON; a transcript without a compaction says nothing of it."""
     shown = run("inspect", str(FIXTURES / "codex_rollout.jsonl"))
     assert (
-        "compactions   1: the agent put a summary in place of earlier turns; the history read"
-        " starts at the last one"
+        "compactions   1: the agent put a summary in place of earlier turns (the messages"
+        " counted are those it kept)"
     ) in shown.output
     assert (
         json.loads(run("inspect", "--json", str(FIXTURES / "codex_rollout.jsonl")).output)[

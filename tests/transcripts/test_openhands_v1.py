@@ -220,6 +220,11 @@ class TestStream:
                 True,
             ),
             ({"kind": "FinishObservation", "message": "Done: fixed it."}, "Done: fixed it.", False),
+            (  # a command that failed to run: its output, marked as an error
+                {"kind": "ExecuteBashObservation", "output": "no such file", "error": True},
+                "no such file",
+                True,
+            ),
         ],
     )
     def test_results_of_the_sdk_before_1_0(
@@ -232,6 +237,17 @@ class TestStream:
         (result,) = messages[2]["content"]
         assert result["content"] == [{"type": "text", "text": text}]
         assert result.get("is_error", False) is failed
+
+    def test_an_older_observation_of_an_error_alone_and_a_bad_metadata(self) -> None:
+        """An ``error`` text with no output is the result, marked so; ``metadata`` that is not
+        an object is named."""
+        alone = {**_observation("c1"), "observation": {"kind": "X", "error": "boom"}}
+        messages = parse_openhands_v1([_user("go"), _action("c1", "r1"), alone]).messages
+        (result,) = messages[2]["content"]
+        assert (result["content"], result["is_error"]) == ([{"type": "text", "text": "boom"}], True)
+        bad = {**_observation("c1"), "observation": {"output": "x", "metadata": "oops"}}
+        with pytest.raises(MalformedMessageError, match=r"observation\.metadata"):
+            parse_openhands_v1([_user("go"), _action("c1", "r1"), bad])
 
     def test_unanswered_call_is_left_out(self) -> None:
         """A call the run never answered is dropped, as the SDK's view drops it."""

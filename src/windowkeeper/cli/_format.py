@@ -103,7 +103,7 @@ def format_transcript_lines(found: Inspection) -> list[str]:
     if found.compactions:
         lines.append(
             f"compactions   {found.compactions}: the agent put a summary in place of earlier"
-            " turns; the history read starts at the last one"
+            " turns (the messages counted are those it kept)"
         )
     lines.extend(f"warning       {warning}" for warning in found.warnings)
     return lines

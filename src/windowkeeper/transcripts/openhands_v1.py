@@ -391,7 +391,7 @@ def _result(event: dict[str, Any], where: str) -> Message:
         return tool_result(call_id, string(event.get("error"), f"{where}.error"), is_error=True)
     observation = mapping(event.get("observation"), f"{where}.observation", MalformedMessageError)
     failed = observation.get("is_error") is True
-    if "content" not in observation and ("output" in observation or "message" in observation):
+    if "content" not in observation and any(key in observation for key in _OLDER_KEYS):
         text, failed = _older_observation(observation, f"{where}.observation")
         blocks = [text_block(text)] if text else []
     else:
@@ -404,6 +404,10 @@ def _result(event: dict[str, Any], where: str) -> Message:
     return tool_result(call_id, blocks, is_error=failed)
 
 
+_OLDER_KEYS = ("output", "message", "error")
+"""What an observation of the SDK before 1.0 holds in place of ``content``."""
+
+
 def _older_observation(observation: dict[str, Any], where: str) -> tuple[str, bool]:
     """The text an observation of the SDK before 1.0 showed the model, and whether it failed.
 
@@ -414,12 +418,15 @@ def _older_observation(observation: dict[str, Any], where: str) -> tuple[str, bo
     error = observation.get("error")
     if isinstance(error, str) and error:
         return error, True
+    if "output" not in observation and "message" not in observation:
+        return "", error is True
     if "output" not in observation:
         return string(observation.get("message"), f"{where}.message", MalformedMessageError), False
     text = string(observation["output"], f"{where}.output", MalformedMessageError)
     metadata = observation.get("metadata")
-    if not isinstance(metadata, dict):
+    if metadata is None:
         return text, error is True
+    metadata = mapping(metadata, f"{where}.metadata", MalformedMessageError)
     text = f"{_text(metadata, 'prefix')}{text}{_text(metadata, 'suffix')}"
     if _text(metadata, "working_dir"):
         text += f"\n[Current working directory: {metadata['working_dir']}]"
