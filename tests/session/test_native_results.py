@@ -41,6 +41,36 @@ def test_text_results_become_tool_results_in_place() -> None:
     assert validate_messages(placed) == []
 
 
+def test_a_call_cline_did_not_run_is_answered_by_its_note() -> None:
+    """Cline 3.5x runs one call per response: each other call gets a "was not executed" note
+    in text, which answers it, in order; the first call gets its result."""
+    skipped = (
+        "Tool [read_file] was not executed because a tool has already been used in this"
+        " message. Only one tool may be used per message."
+    )
+    history = [
+        U("task"),
+        A([TU("a", "read_file"), TU("b", "read_file"), TU("c", "read_file")]),
+        U(
+            [
+                T("[read_file for 'x.py'] Result:\n1"),
+                T(skipped),
+                T(skipped),
+                T("<environment_details>"),
+            ]
+        ),
+    ]
+    blocks = ResultPlacer().place(history)[2]["content"]
+    assert [(b["type"], b.get("tool_use_id")) for b in blocks] == [
+        ("tool_result", "a"),
+        ("tool_result", "b"),
+        ("tool_result", "c"),
+        ("text", None),
+    ]
+    assert blocks[1]["content"] == [{"type": "text", "text": skipped}]
+    assert validate_messages(ResultPlacer().place(history)) == []
+
+
 def test_calls_without_a_text_result_are_left_to_the_repair() -> None:
     """A call whose tool has no result text stays unanswered; the repair adds its placeholder."""
     history = [

@@ -5,7 +5,8 @@ in the user message after the assistant's tool_use blocks, not as a tool_result.
 pairing repair then adds a ``result missing`` tool_result for every call, next to the real result
 in text (all 231 calls of the 443-message real trace). :class:`ResultPlacer` turns each such text
 block into the tool_result of its call, matched by order and tool name, at the same position (so
-block indices, which the overwrite store uses, stay valid).
+block indices, which the overwrite store uses, stay valid). A call Cline did not run (one tool
+per message) is answered by its note ``Tool [name] was not executed because ...``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,12 @@ from ..core._pairing import PairMemo
 __all__ = ["ResultPlacer"]
 
 # "[tool for 'what'] Result:" where "what" may itself hold quotes and lines (a question, a
-# regex), or "[tool] Result:".
-_RESULT_HEADER = re.compile(r"\[([^\s\]]+)(?: for '(?s:.*?)')?\] Result:")
+# regex), or "[tool] Result:"; or the note Cline writes for a call it did not run because an
+# earlier call of the same response ran ("Tool [tool] was not executed because ..."): that
+# note is the call's answer.
+_RESULT_HEADER = re.compile(
+    r"\[([^\s\]]+)(?: for '(?s:.*?)')?\] Result:|Tool \[([^\s\]]+)\] was not executed because"
+)
 
 
 def _same_tool(name: Any, header_tool: str) -> bool:
@@ -51,7 +56,7 @@ def _placed(assistant: Message, user: Message) -> Message | None:
         if isinstance(block, dict) and block.get("type") == "text":
             match = _RESULT_HEADER.match(block.get("text") or "")
             if match is not None:
-                headers.append((position, match.group(1)))
+                headers.append((position, match.group(1) or match.group(2)))
     if not headers:
         return None
     new_content = list(content)
