@@ -150,3 +150,11 @@ def test_inspect_says_the_agent_compacted() -> None:
         == 1
     )
     assert "compactions" not in run("inspect", str(FIXTURES / "gemini_session.json")).output
+
+
+def test_check_counts_one_message_in_the_singular(tmp_path: Path) -> None:
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps([{"role": "user", "content": "task"}]))
+    shown = run("check", str(path))
+    assert "the next request (1 message, " in shown.output
+    assert "the stored history (1 message)" in run("check", "--stored", str(path)).output

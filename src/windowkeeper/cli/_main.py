@@ -123,11 +123,11 @@ def check(
         request = None
         if stored:
             violations = validate_messages(list(trace.history), "history")
-            what = f"the stored history ({len(trace.history)} messages)"
+            what = f"the stored history ({_messages(len(trace.history))})"
         else:
             request = next_request(trace, window=window, policy=policy, replay=replay)
             violations = request.violations()
-            what = f"the next request ({len(request.messages)} messages, {request.policy} policy)"
+            what = f"the next request ({_messages(len(request.messages))}, {request.policy} policy)"
         unknown = (*trace.unknown, *unknown_blocks(trace.history))
     problem = request.window_problem() if request is not None else None
     failed = bool(violations) or problem is not None
@@ -454,3 +454,7 @@ def main() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+def _messages(count: int) -> str:
+    return "1 message" if count == 1 else f"{count} messages"
