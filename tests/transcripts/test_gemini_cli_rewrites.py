@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from windowkeeper import validate_messages
 from windowkeeper.transcripts import Unknown
 from windowkeeper.transcripts.gemini_cli import parse_gemini_cli
@@ -291,19 +293,6 @@ class TestTurnsRecordedInTwo:
         assert (first.message_index, first.usage.total) == (None, 6710)
         assert second.message_index == 1
 
-    def test_two_turns_of_different_prompts_stay_two(self) -> None:
-        """Not a retry: the second request was larger (a turn after an error, say)."""
-        transcript = parse_gemini_cli(
-            _jsonl(
-                _META,
-                _user("u1", "Go."),
-                _gemini("g1", "One.", tokens=_tokens(100)),
-                _info("i1", "Something failed."),
-                _gemini("g2", "Two.", tokens=_tokens(140)),
-            )
-        )
-        assert [text for _, text in _texts(transcript.messages)] == ["Go.", "One.", "Two."]
-
     def test_a_question_mark_the_model_answered_is_kept(self) -> None:
         """A prompt Gemini CLI leaves out on resume ("?", a command) stays when the model
         answered it and nothing else stands before the answer; else it goes, as before."""
@@ -331,28 +320,24 @@ class TestTurnsRecordedInTwo:
             ("user", "Thanks."),
         ]
 
-    def test_a_command_between_two_turns_is_never_a_user_turn(self) -> None:
-        """ "/stats" was never sent: the two turns stay as they are, and a retry is still one."""
-        two = parse_gemini_cli(
+    @pytest.mark.parametrize(
+        "between",
+        [
+            [_info("i1", "Something failed.")],  # no retry: the second prompt was larger
+            [_user("u2", "/stats")],  # a command, never sent: no user turn
+        ],
+    )
+    def test_two_turns_stay_two(self, between: list[dict[str, Any]]) -> None:
+        transcript = parse_gemini_cli(
             _jsonl(
                 _META,
                 _user("u1", "Go."),
                 _gemini("g1", "One.", tokens=_tokens(100)),
-                _user("u2", "/stats"),
+                *between,
                 _gemini("g2", "Two.", tokens=_tokens(140)),
             )
         )
-        assert [text for _, text in _texts(two.messages)] == ["Go.", "One.", "Two."]
-        retried = parse_gemini_cli(
-            _jsonl(
-                _META,
-                _user("u1", "Q?"),
-                _gemini("g1", "attempt", tokens=_tokens(6700)),
-                _user("u2", "?"),
-                _gemini("g2", "answer", tokens=_tokens(6700)),
-            )
-        )
-        assert _texts(retried.messages) == [("user", "Q?"), ("assistant", "answer")]
+        assert [text for _, text in _texts(transcript.messages)] == ["Go.", "One.", "Two."]
 
     def test_turns_of_zero_tokens_are_no_retry(self) -> None:
         """A proxy that reports zeros tells nothing: both turns stay."""
@@ -366,3 +351,16 @@ class TestTurnsRecordedInTwo:
             )
         )
         assert [text for _, text in _texts(transcript.messages)] == ["Go.", "One.", "Two."]
+
+    def test_a_question_before_a_retry_is_not_kept(self) -> None:
+        """The retry replaces the attempt: the "?" between them stands before no answer."""
+        retried = parse_gemini_cli(
+            _jsonl(
+                _META,
+                _user("u1", "Q?"),
+                _gemini("g1", "attempt", tokens=_tokens(6700)),
+                _user("u2", "?"),
+                _gemini("g2", "answer", tokens=_tokens(6700)),
+            )
+        )
+        assert _texts(retried.messages) == [("user", "Q?"), ("assistant", "answer")]
