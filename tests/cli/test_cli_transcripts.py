@@ -158,3 +158,13 @@ def test_check_counts_one_message_in_the_singular(tmp_path: Path) -> None:
     shown = run("check", str(path))
     assert "the next request (1 message, " in shown.output
     assert "the stored history (1 message)" in run("check", "--stored", str(path)).output
+
+
+def test_a_recording_never_used_says_it_holds_no_messages(tmp_path: Path) -> None:
+    """A Gemini CLI recording of its first line alone is a session without messages, said so
+    (it was refused as a message list that is not one)."""
+    path = tmp_path / "session-a2a.jsonl"
+    path.write_text(json.dumps({"sessionId": "a2a", "projectHash": "ab", "kind": "main"}) + "\n")
+    shown = CliRunner().invoke(cli, ["inspect", str(path)])
+    assert shown.exit_code != 0
+    assert shown.output.strip().endswith("holds no messages")

@@ -267,6 +267,8 @@ class TestDetection:
         assert looks_like_gemini_cli({"clientHistory": []})
         assert looks_like_gemini_cli({"sessionId": "s", "projectHash": "h", "messages": []})
         assert looks_like_gemini_cli([{"sessionId": "s", "projectHash": "h"}, {"id": "m"}])
+        # a recording's first line alone: a session that never got a message
+        assert looks_like_gemini_cli({"sessionId": "s", "projectHash": "h", "kind": "main"})
 
     def test_other_values(self) -> None:
         """Anthropic and OpenHands lists are not."""

@@ -139,7 +139,8 @@ def _looks_like_gemini_cli(value: Any) -> bool:
             return True
         if isinstance(value.get("history"), list):
             return _contents(value["history"])
-        return isinstance(value.get("messages"), list) and "projectHash" in value
+        listed = isinstance(value.get("messages"), list) or "sessionId" in value  # or unused
+        return listed and "projectHash" in value
     if isinstance(value, list) and value:
         first = value[0]
         if isinstance(first, dict) and "sessionId" in first and "projectHash" in first:
