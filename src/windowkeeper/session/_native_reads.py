@@ -4,7 +4,9 @@ The original looks for a tool header only in block 0 of a user message. Agents w
 parallel tool calls put several results in one message, and many never write Cline's headers
 at all: their reads are tool_use blocks (``Read``, ``read_file``, ``str_replace_editor view``...)
 answered by tool_result blocks. :class:`NativeReadDetector` finds both, in every block, keyed by
-a normalized path, and replaces an older copy only when its notice is shorter than the copy.
+a normalized path and, for a read of part of a file (an offset, a line range, ``sed -n 1,80p``),
+by that part: only the same part read again is a newer copy of it. An older copy is replaced
+only when its notice is shorter than the copy.
 
 A replaced tool_result keeps its block and ``tool_use_id`` (only its content changes), so pairing
 never breaks; the notice names the file and says that a newer copy follows.
@@ -163,8 +165,10 @@ class NativeReadDetector:
     ``read_tools`` maps a tool name to the input keys that may hold its path (see
     :data:`DEFAULT_READ_TOOLS`); editor tools count only with ``command == "view"``.
     ``shell_tools`` maps a shell tool to the input key of its command (see
-    :data:`DEFAULT_SHELL_TOOLS`): a command that only reads one file counts as a read of it. File
-    mentions (``<file_content path=...>``) are found as by the original, in any block.
+    :data:`DEFAULT_SHELL_TOOLS`): a command that only reads one file counts as a read of it. A
+    read's other inputs (``offset``, ``view_range``, ...), or its command without the file, name
+    the part it read; :meth:`scan` keys its copies ``"path (part)"``. File mentions
+    (``<file_content path=...>``) are found as by the original, in any block.
     """
 
     read_tools: Mapping[str, Sequence[str]] = field(
