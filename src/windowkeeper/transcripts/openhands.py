@@ -138,7 +138,7 @@ def _session_events(folder: Path) -> list[tuple[str, Any]] | None:
     a trajectory file, one a file.
     """
     events = folder / "events" if (folder / "events").is_dir() else folder
-    numbered = [file for file in events.glob("*.json") if file.stem.isdigit()]
+    numbered = [file for file in events.glob("*.json") if file.stem.isdecimal()]
     if not numbered or any(events.glob("event-*.json")):
         return None
     located = [

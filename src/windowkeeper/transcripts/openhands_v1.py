@@ -125,7 +125,7 @@ def is_openhands_folder(path: str | os.PathLike[str]) -> bool:
     if events.is_dir():
         return True
     return folder.name == "events" and (
-        any(folder.glob("event-*.json")) or any(f.stem.isdigit() for f in folder.glob("*.json"))
+        any(folder.glob("event-*.json")) or any(f.stem.isdecimal() for f in folder.glob("*.json"))
     )
 
 
