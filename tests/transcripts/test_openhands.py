@@ -375,3 +375,19 @@ def test_a_v0_session_folder_reads_as_its_trajectory(tmp_path: Path) -> None:
     shown = CliRunner().invoke(cli, ["inspect", str(folder)])
     assert shown.exit_code == 0, shown.output
     assert f"messages      {len(from_file.messages)}:" in shown.output
+
+
+def test_a_v0_session_folder_names_its_model_from_its_metadata(tmp_path: Path) -> None:
+    """Events that name no model: the session's ``metadata.json`` (``llm_model``) does."""
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "Fix it."}},
+        {"id": 1, "source": "agent", "action": "message", "args": {"content": "Done."}},
+    ]
+    (tmp_path / "events").mkdir()
+    for number, event in enumerate(events):
+        (tmp_path / "events" / f"{number}.json").write_text(json.dumps(event), encoding="utf-8")
+    assert read_openhands(tmp_path).model is None
+    (tmp_path / "metadata.json").write_text(json.dumps({"llm_model": "m-1"}), encoding="utf-8")
+    assert read_openhands(tmp_path).model == "m-1"
+    assert read_openhands(tmp_path / "events").model == "m-1"
+    assert [m["role"] for m in read_openhands(tmp_path).messages] == ["user", "assistant"]

@@ -3,10 +3,11 @@ transcripts.openhands)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ..core._usage import TokenUsage
-from ._common import array, count, mapping, string
+from ._common import array, count, loads, mapping, read_text, string
 
 __all__: list[str] = []  # its names are transcripts.openhands's own
 
@@ -215,3 +216,12 @@ def response_usages(state: Any, where: str) -> dict[str, TokenUsage]:
                     cache_reads=reads,
                 )
     return found
+
+
+def _session_model(folder: Path) -> str | None:
+    """The ``llm_model`` a V0 session folder's ``metadata.json`` names (beside ``events/``), or
+    None when it names none or there is no such file."""
+    file = (folder if (folder / "events").is_dir() else folder.parent) / "metadata.json"
+    value = loads(read_text(file), str(file)) if file.is_file() else None
+    model = value.get("llm_model") if isinstance(value, dict) else None
+    return model if isinstance(model, str) and model else None

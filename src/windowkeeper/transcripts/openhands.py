@@ -103,6 +103,7 @@ from ._openhands_events import (
     _command_output,
     _latest_response,
     _response_usage,
+    _session_model,
     _token_usage,
     _view,
 )
@@ -125,18 +126,15 @@ def read_openhands(path: str | os.PathLike[str], *, compaction: Compaction = "la
         check_compaction(compaction)
         older = _session_events(Path(path))
         if older is not None:
-            return _Reader(str(path), compaction).read(older)
+            read = _Reader(str(path), compaction).read(older)
+            return replace(read, model=read.model or _session_model(Path(path)))
         return read_openhands_folder(path, compaction=compaction)
     return parse_openhands(read_text(path), name=str(path), compaction=compaction)
 
 
 def _session_events(folder: Path) -> list[tuple[str, Any]] | None:
     """The events of an OpenHands V0 session folder (``events/0.json``, ``1.json``, ... in
-    number order: the server's file store), or None for a folder of another kind.
-
-    A V0 event has an ``action`` or an ``observation`` and no ``kind``; the events are those of
-    a trajectory file, one a file.
-    """
+    number order, one event a file, each without ``kind``), or None for another folder."""
     events = folder / "events" if (folder / "events").is_dir() else folder
     numbered = [file for file in events.glob("*.json") if file.stem.isdecimal()]
     if not numbered or any(events.glob("event-*.json")):
