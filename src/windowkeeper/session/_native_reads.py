@@ -122,9 +122,9 @@ def _part(tool_input: Mapping[str, Any], path_keys: Sequence[str]) -> str:
 
 
 def _keyed(path: str, part: str) -> str:
-    """The key of a copy: its normalized path, and the part read when only part of it was."""
-    key = normalize_path(path)
-    return f"{key} ({part})" if part else key
+    """The key of a copy of ``path`` (normalized): the path, and the part read when only part
+    of the file was."""
+    return f"{path} ({part})" if part else path
 
 
 class _Copy:
@@ -339,7 +339,7 @@ class NativeReadDetector:
         size = utf16_len(text) if text is not None else 0
         sighting = Sighting(index, EditType.READ_FILE_TOOL, "", "", position, update_kind)
         shown = normalize_path(path)
-        return _keyed(path, part), _Copy(sighting, size, path=shown, part=part)
+        return _keyed(shown, part), _Copy(sighting, size, path=shown, part=part)
 
     def _read_path(self, name: Any, tool_input: Any) -> tuple[str, str] | None:
         """The file a call reads and the part of it (see :func:`_part`), or None."""
@@ -428,11 +428,11 @@ def _header_copy(
                 return None
             part = "" if roo is None else _lines_shown(body)
             sighting = Sighting(index, EditType.READ_FILE_TOOL, "", "", position + 1, TEXT)
-            return _keyed(path, part), _Copy(sighting, utf16_len(body), path=shown, part=part)
+            return _keyed(shown, part), _Copy(sighting, utf16_len(body), path=shown, part=part)
         part = "" if roo is None else _lines_shown(text)
         sighting = Sighting(index, EditType.READ_FILE_TOOL, "", "", position, kind)
         copy = _Copy(sighting, utf16_len(text), prefix=f"{header}\n", path=shown, part=part)
-        return _keyed(path, part), copy
+        return _keyed(shown, part), copy
     if tool in EDIT_TOOLS:
         final = final_content(text)
         if final is None:
