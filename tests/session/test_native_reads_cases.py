@@ -250,11 +250,7 @@ class TestRooCodeReads:
     def test_the_xml_header_of_one_file(self) -> None:
         """The header is a block alone and the contents are the next block (``<files>``): that
         block is the copy, as in Cline's older layout. A header of several files is no read."""
-        header = (
-            "[read_file for 'plans/p.md'. Reading multiple files at once is more efficient for"
-            " the LLM. If other files are relevant to your current task, please read them"
-            " simultaneously.] Result:"
-        )
+        header = "[read_file for 'plans/p.md'. Reading multiple files at once saves turns.] Result:"
         contents = f"<files>\n<file><path>plans/p.md</path>\n<content>{BODY}</content>\n</file>"
         several = f"<files>\n<file><path>a.ts</path>\n<content>{BODY}</content>\n</file>"
         history = [
@@ -351,11 +347,7 @@ class TestPartsOfAFile:
 def test_roo_xml_reads_of_other_lines_are_other_parts() -> None:
     """Roo Code names the lines a read shows (``<content lines="1-50">``): a read of lines
     51-100 replaces no copy of lines 1-50; the same lines shown again are a copy of them."""
-    header = (
-        "[read_file for 'p.md'. Reading multiple files at once is more efficient for the LLM."
-        " If other files are relevant to your current task, please read them simultaneously.]"
-        " Result:"
-    )
+    header = "[read_file for 'p.md'. Reading multiple files at once saves turns.] Result:"
 
     def shown(lines: str) -> str:
         return f'<files>\n<file><path>p.md</path>\n<content lines="{lines}">{BODY}</content>\n</file>\n</files>'

@@ -44,10 +44,7 @@ def test_text_results_become_tool_results_in_place() -> None:
 def test_a_call_cline_did_not_run_is_answered_by_its_note() -> None:
     """Cline 3.5x runs one call per response: each other call gets a "was not executed" note
     in text, which answers it, in order; the first call gets its result."""
-    skipped = (
-        "Tool [read_file] was not executed because a tool has already been used in this"
-        " message. Only one tool may be used per message."
-    )
+    skipped = "Tool [read_file] was not executed because another call of this response ran first."
     history = [
         U("task"),
         A([TU("a", "read_file"), TU("b", "read_file"), TU("c", "read_file")]),

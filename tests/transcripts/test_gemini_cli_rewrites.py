@@ -261,7 +261,7 @@ class TestTurnsRecordedInTwo:
                 _META,
                 _user("u1", "Set it up."),
                 _gemini("g1", "Asking first.", tokens=_tokens(900)),
-                _info("i1", "Request cancelled."),
+                _info("i1", "The request was stopped."),
                 _gemini("g2", "", toolCalls=[call]),
                 _user("u2", "Go on without asking."),
             )
@@ -279,7 +279,7 @@ class TestTurnsRecordedInTwo:
             _jsonl(
                 _META,
                 _user("u1", "When is it called?"),
-                _info("i1", "Response stopped due to malformed function call."),
+                _info("i1", "A call in the answer could not be parsed."),
                 _gemini("g1", "First attempt.", tokens=_tokens(6700)),
                 _gemini("g2", "It is called by hand.", tokens=_tokens(6700, 40), toolCalls=[call]),
             )
